@@ -1,0 +1,55 @@
+import { idTimestamp, isId, newId, newObjectIdHex, parseId } from './ids';
+
+describe('id format', () => {
+  it('generates <prefix>_<24 lowercase hex>', () => {
+    expect(newId('agent')).toMatch(/^agent_[a-f0-9]{24}$/);
+    expect(newId('conversation')).toMatch(/^conv_[a-f0-9]{24}$/);
+    expect(newId('customTool')).toMatch(/^tool_[a-f0-9]{24}$/);
+  });
+
+  it('orders by creation: later ids sort after earlier ones', () => {
+    const ids = Array.from({ length: 500 }, () => newObjectIdHex());
+    expect([...ids].sort()).toEqual(ids);
+    const older = newObjectIdHex(new Date('2020-01-01T00:00:00Z'));
+    expect(older < newObjectIdHex()).toBe(true);
+  });
+
+  it('puts the seconds timestamp first', () => {
+    const at = new Date('2024-05-06T07:08:09Z');
+    expect(idTimestamp(newId('agent', at)).toISOString()).toBe('2024-05-06T07:08:09.000Z');
+  });
+
+  it('never repeats within a process', () => {
+    const ids = new Set(Array.from({ length: 10000 }, () => newObjectIdHex()));
+    expect(ids.size).toBe(10000);
+  });
+});
+
+describe('parseId', () => {
+  const hex = '0123456789abcdef01234567';
+
+  it('accepts the prefixed form', () => {
+    expect(parseId('agent', `agent_${hex}`)).toBe(`agent_${hex}`);
+  });
+
+  it('accepts the bare form only where allowed', () => {
+    expect(parseId('agent', hex, { allowBare: true })).toBe(`agent_${hex}`);
+    expect(parseId('customTool', hex)).toBeNull();
+  });
+
+  it.each([
+    ['wrong prefix', `conv_${hex}`],
+    ['uppercase hex', `agent_${hex.toUpperCase()}`],
+    ['too short', 'agent_0123'],
+    ['too long', `agent_${hex}0`],
+    ['empty', ''],
+    ['injection', `agent_${hex}' or 1=1`],
+  ])('rejects %s', (_name, value) => {
+    expect(parseId('agent', value, { allowBare: true })).toBeNull();
+  });
+
+  it('rejects non-strings', () => {
+    expect(parseId('agent', 42)).toBeNull();
+    expect(isId('agent', undefined)).toBe(false);
+  });
+});

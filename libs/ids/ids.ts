@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * Resource identifiers: `<prefix>_<24 lowercase hex>`, laid out like a MongoDB
+ * ObjectId (4-byte big-endian seconds timestamp, 5 random bytes fixed per
+ * process, 3-byte counter), so that sorting ids sorts by creation time and the
+ * ids stay compatible with the 24-hex form clients already hold.
+ */
+export const ID_PREFIXES = {
+  org: 'org',
+  key: 'key',
+  member: 'member',
+  user: 'user',
+  agent: 'agent',
+  conversation: 'conv',
+  message: 'msg',
+  connector: 'connector',
+  customTool: 'tool',
+  source: 'source',
+  document: 'doc',
+  chatbot: 'chatbot',
+  trigger: 'trigger',
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIXES;
+
+const HEX24 = /^[a-f0-9]{24}$/;
+const processRandom = randomBytes(5);
+let counter = randomBytes(3).readUIntBE(0, 3);
+
+/** 24 lowercase hex characters; `at` fixes the timestamp part (fixtures, tests). */
+export function newObjectIdHex(at: Date = new Date()): string {
+  const buf = Buffer.alloc(12);
+  buf.writeUInt32BE(Math.floor(at.getTime() / 1000) >>> 0, 0);
+  processRandom.copy(buf, 4);
+  counter = (counter + 1) % 0xffffff;
+  buf.writeUIntBE(counter, 9, 3);
+  return buf.toString('hex');
+}
+
+export function newId(kind: IdKind, at?: Date): string {
+  return `${ID_PREFIXES[kind]}_${newObjectIdHex(at)}`;
+}
+
+/** True when `value` is exactly `<prefix>_<24 hex>` for this kind. */
+export function isId(kind: IdKind, value: unknown): value is string {
+  if (typeof value !== 'string') return false;
+  const prefix = `${ID_PREFIXES[kind]}_`;
+  return value.startsWith(prefix) && HEX24.test(value.slice(prefix.length));
+}
+
+/**
+ * Normalizes a path id to its canonical prefixed form, or returns null when
+ * it is not an id of this kind. `allowBare` accepts the 24-hex form the spec
+ * allows for agents, conversations and connectors.
+ */
+export function parseId(kind: IdKind, value: unknown, options: { allowBare?: boolean } = {}): string | null {
+  if (typeof value !== 'string') return null;
+  if (isId(kind, value)) return value;
+  if (options.allowBare && HEX24.test(value)) return `${ID_PREFIXES[kind]}_${value}`;
+  return null;
+}
+
+/** Seconds timestamp encoded in an id (prefixed or bare). */
+export function idTimestamp(id: string): Date {
+  const hex = id.slice(id.length - 24);
+  return new Date(parseInt(hex.slice(0, 8), 16) * 1000);
+}

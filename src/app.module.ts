@@ -1,0 +1,51 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
+import { ApiKeyGuard } from './auth/api-key.guard';
+import { AuthModule } from './auth/auth.module';
+import { CoreModule } from './common/core.module';
+import { EnvelopeInterceptor } from './common/envelope';
+import { ErrorEnvelopeFilter } from './common/error.filter';
+import type { AppLogger } from './common/logger';
+import { ApiValidationPipe } from './common/validation';
+import type { AppConfig } from './config/config';
+import type { DatabaseConnection } from './database/connection';
+import { DatabaseModule } from './database/database.module';
+import { FixturesModule } from './fixtures/fixtures.module';
+import { MetaModule } from './meta/meta.module';
+import { OrgsModule } from './orgs/orgs.module';
+import { TeamModule } from './team/team.module';
+
+export interface AppModuleOptions {
+  /** an open connection to use instead of opening one from the config (tests) */
+  connection?: DatabaseConnection;
+}
+
+/**
+ * The application. Guards, pipes, filters and interceptors are registered
+ * here as APP_* providers, so the app tests build is the production app.
+ */
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig, logger: AppLogger, options: AppModuleOptions = {}): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        CoreModule.forRoot(config, logger),
+        DatabaseModule.forRoot(options.connection),
+        ...(config.jobsEnabled ? [ScheduleModule.forRoot()] : []),
+        AuthModule,
+        MetaModule,
+        FixturesModule,
+        OrgsModule,
+        TeamModule,
+      ],
+      providers: [
+        { provide: APP_GUARD, useExisting: ApiKeyGuard },
+        { provide: APP_PIPE, useClass: ApiValidationPipe },
+        { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
+        { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },
+      ],
+    };
+  }
+}

@@ -1,0 +1,57 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { IsArray, IsBoolean, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import type { Transaction } from '../database/database.types';
+import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { newId } from '../../libs/ids/ids';
+import { ApiKeysService, generateToken, isWellFormedToken, type ApiKeyInput } from './api-keys.service';
+import { isScope } from './scopes';
+
+export class ApiKeyFixture {
+  @IsOptional() @Matches(/^key_[a-f0-9]{24}$/, { message: 'must be key_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) label?: string;
+  @IsOptional() @IsString() token?: string;
+  @IsArray() @IsString({ each: true }) scopes!: string[];
+  @IsOptional() @IsISO8601() expires_at?: string | null;
+  @IsOptional() @IsBoolean() revoked?: boolean;
+}
+
+@Injectable()
+export class ApiKeysFixtureSection implements FixtureSection<ApiKeyInput[]>, OnModuleInit {
+  readonly name = 'api_keys';
+  readonly order = 10;
+
+  constructor(
+    private readonly registry: FixtureRegistry,
+    private readonly keys: ApiKeysService,
+  ) {}
+
+  onModuleInit(): void {
+    this.registry.register(this);
+  }
+
+  parse(value: unknown, path: string, ctx: FixtureContext): ApiKeyInput[] {
+    const items = parseFixtureArray(ApiKeyFixture, value, path);
+    const inputs = items.map((item, index) => {
+      if (item.token !== undefined && !isWellFormedToken(item.token)) {
+        throw new FixtureError(`${path}[${index}].token`, 'must be svc_live_ followed by 32 to 128 URL-safe characters');
+      }
+      const unknown = item.scopes.find((scope) => !isScope(scope));
+      if (unknown !== undefined) throw new FixtureError(`${path}[${index}].scopes`, `unknown scope ${unknown}`);
+      if (item.scopes.length === 0) throw new FixtureError(`${path}[${index}].scopes`, 'at least one scope is required');
+      const id = item.id ?? newId('key');
+      const label = item.label ?? 'fixture';
+      let token = item.token;
+      if (!token) {
+        token = generateToken();
+        ctx.generatedTokens.push({ org_id: ctx.orgId, id, label, token });
+      }
+      return { id, orgId: ctx.orgId, label, token, scopes: item.scopes, expiresAt: fixtureDate(item.expires_at), revoked: item.revoked ?? false };
+    });
+    declareIds(ctx, 'api_keys', inputs.map((input) => input.id!), path);
+    return inputs;
+  }
+
+  async write(tx: Transaction, _orgId: string, inputs: ApiKeyInput[]): Promise<void> {
+    for (const input of inputs) await this.keys.create(input, tx);
+  }
+}

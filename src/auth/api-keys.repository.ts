@@ -1,0 +1,92 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { and, desc, eq, isNull, sql } from 'drizzle-orm';
+import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { apiKeys, orgs } from '../database/schema';
+
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+export type NewApiKeyRow = typeof apiKeys.$inferInsert;
+
+export interface ApiKeyWithOrg {
+  id: string;
+  orgId: string;
+  tokenHash: string;
+  scopes: string[];
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  orgStatus: string;
+  orgPlan: string;
+}
+
+@Injectable()
+export class ApiKeysRepository {
+  /** hot path: prepared once, one round trip per uncached key */
+  private readonly byPrefix;
+
+  constructor(@Inject(DATABASE) private readonly db: Database) {
+    this.byPrefix = db
+      .select({
+        id: apiKeys.id,
+        orgId: apiKeys.orgId,
+        tokenHash: apiKeys.tokenHash,
+        scopes: apiKeys.scopes,
+        expiresAt: apiKeys.expiresAt,
+        revokedAt: apiKeys.revokedAt,
+        orgStatus: orgs.status,
+        orgPlan: orgs.plan,
+      })
+      .from(apiKeys)
+      .innerJoin(orgs, eq(orgs.id, apiKeys.orgId))
+      .where(eq(apiKeys.lookupPrefix, sql.placeholder('prefix')))
+      .prepare('api_keys_by_prefix');
+  }
+
+  /** Lookup across organizations: the key is what tells us the organization. */
+  findCandidatesByPrefix(prefix: string): Promise<ApiKeyWithOrg[]> {
+    return this.byPrefix.execute({ prefix });
+  }
+
+  async upsert(row: NewApiKeyRow, tx: DbOrTx = this.db): Promise<void> {
+    await tx
+      .insert(apiKeys)
+      .values(row)
+      .onConflictDoUpdate({
+        target: apiKeys.id,
+        set: {
+          label: row.label,
+          lookupPrefix: row.lookupPrefix,
+          tokenHash: row.tokenHash,
+          scopes: row.scopes,
+          expiresAt: row.expiresAt ?? null,
+          revokedAt: row.revokedAt ?? null,
+        },
+        // an id is never moved to another organization by an upsert
+        setWhere: eq(apiKeys.orgId, row.orgId),
+      });
+  }
+
+  listByOrg(orgId: string): Promise<ApiKeyRow[]> {
+    return this.db.select().from(apiKeys).where(eq(apiKeys.orgId, orgId)).orderBy(desc(apiKeys.id));
+  }
+
+  async revoke(keyId: string, at: Date): Promise<ApiKeyRow | null> {
+    const [row] = await this.db
+      .update(apiKeys)
+      .set({ revokedAt: at })
+      .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
+      .returning();
+    if (row) return row;
+    const [existing] = await this.db.select().from(apiKeys).where(eq(apiKeys.id, keyId));
+    return existing ?? null;
+  }
+
+  /** One statement for a whole batch of last-used times; never moves a time backwards. */
+  async recordLastUsed(entries: Array<[keyId: string, at: Date]>): Promise<void> {
+    if (entries.length === 0) return;
+    const ids = entries.map(([id]) => id);
+    const times = entries.map(([, at]) => at.toISOString());
+    await this.db.execute(sql`
+      update ${apiKeys} set last_used_at = v.at
+      from (select unnest(${sql.param(ids)}::text[]) as id, unnest(${sql.param(times)}::timestamptz[]) as at) as v
+      where ${apiKeys.id} = v.id and (${apiKeys.lastUsedAt} is null or ${apiKeys.lastUsedAt} < v.at)`);
+  }
+}

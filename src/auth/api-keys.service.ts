@@ -1,0 +1,195 @@
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import { constantTimeEqual, randomUrlSafe, sha256Hex } from '../../libs/crypto/crypto';
+import { newId } from '../../libs/ids/ids';
+import { APP_CONFIG, type AppConfig } from '../config/config';
+import { ApiError, ErrorCode } from '../common/api-error';
+import { LOGGER, type AppLogger } from '../common/logger';
+import type { AuthContext } from '../common/request-context';
+import type { DbOrTx } from '../database/database.types';
+import { ApiKeysRepository, type ApiKeyRow } from './api-keys.repository';
+import { API_KEY_PREFIX, isScope, type Scope } from './scopes';
+
+const SECRET_LENGTH = 40;
+const LOOKUP_PREFIX_LENGTH = 8;
+const TOKEN_PATTERN = /^svc_live_[A-Za-z0-9_-]{32,128}$/;
+const MAX_CACHED_KEYS = 10_000;
+const LAST_USED_FLUSH_MS = 10_000;
+
+interface CachedKey {
+  /** null: the token is known not to be valid (negative cache) */
+  key: { id: string; orgId: string; scopes: ReadonlySet<string>; expiresAt: Date | null; orgStatus: string; orgPlan: string } | null;
+  until: number;
+}
+
+export interface CreatedKey {
+  id: string;
+  token: string;
+  scopes: Scope[];
+  org_id: string;
+}
+
+export interface ApiKeyInput {
+  id?: string;
+  orgId: string;
+  label: string;
+  scopes: string[];
+  token?: string;
+  expiresAt?: Date | null;
+  revoked?: boolean;
+}
+
+export function isWellFormedToken(token: string): boolean {
+  return TOKEN_PATTERN.test(token);
+}
+
+export function generateToken(): string {
+  return `${API_KEY_PREFIX}${randomUrlSafe(SECRET_LENGTH)}`;
+}
+
+/**
+ * API keys: created, revoked, and checked on every request. Checked keys are
+ * served from memory for at most `API_KEY_CACHE_TTL_MS` (≤ 5 s), which bounds
+ * how long a revocation takes to bite, on every instance. `last_used_at` is
+ * batched into one write every few seconds instead of one per request.
+ */
+@Injectable()
+export class ApiKeysService implements OnModuleDestroy {
+  private readonly cache = new Map<string, CachedKey>();
+  private readonly inflight = new Map<string, Promise<CachedKey>>();
+  private readonly lastUsed = new Map<string, Date>();
+  private readonly flushTimer: NodeJS.Timeout;
+
+  constructor(
+    private readonly repository: ApiKeysRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(LOGGER) private readonly logger: AppLogger,
+  ) {
+    this.flushTimer = setInterval(() => void this.flushLastUsed(), LAST_USED_FLUSH_MS);
+    this.flushTimer.unref();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    clearInterval(this.flushTimer);
+    await this.flushLastUsed();
+  }
+
+  /** Authorization header → the caller, or 401 `unauthorized`. */
+  async authenticate(authorization: string | string[] | undefined, now = Date.now()): Promise<AuthContext> {
+    const token = parseBearer(authorization);
+    if (!token) throw unauthorized('Authorization header must be "Bearer svc_live_<token>".');
+    const tokenHash = sha256Hex(token);
+
+    let entry = this.cache.get(tokenHash);
+    if (!entry || entry.until <= now) entry = await this.load(token, tokenHash, now);
+
+    const key = entry.key;
+    if (!key) throw unauthorized('The API key is not valid.');
+    if (key.expiresAt && key.expiresAt.getTime() <= now) throw unauthorized('The API key has expired.');
+    this.lastUsed.set(key.id, new Date(now));
+    return { keyId: key.id, orgId: key.orgId, orgStatus: key.orgStatus, orgPlan: key.orgPlan, scopes: key.scopes };
+  }
+
+  /** Forget every cached key (tests; an operator revoking through the CLI in-process). */
+  clearCache(): void {
+    this.cache.clear();
+  }
+
+  async create(input: ApiKeyInput, tx?: DbOrTx): Promise<CreatedKey> {
+    const scopes = validateScopes(input.scopes);
+    const token = input.token ?? generateToken();
+    if (!isWellFormedToken(token)) {
+      throw ApiError.field('token', `must be ${API_KEY_PREFIX} followed by 32 to 128 URL-safe characters`);
+    }
+    const id = input.id ?? newId('key');
+    await this.repository.upsert(
+      {
+        id,
+        orgId: input.orgId,
+        label: input.label,
+        lookupPrefix: lookupPrefixOf(token),
+        tokenHash: sha256Hex(token),
+        scopes,
+        expiresAt: input.expiresAt ?? null,
+        revokedAt: input.revoked ? new Date() : null,
+      },
+      tx,
+    );
+    return { id, token, scopes, org_id: input.orgId };
+  }
+
+  async revoke(keyId: string): Promise<ApiKeyRow | null> {
+    const row = await this.repository.revoke(keyId, new Date());
+    this.cache.clear();
+    return row;
+  }
+
+  list(orgId: string): Promise<ApiKeyRow[]> {
+    return this.repository.listByOrg(orgId);
+  }
+
+  private load(token: string, tokenHash: string, now: number): Promise<CachedKey> {
+    // single flight: a burst of requests with one uncached key costs one query
+    const pending = this.inflight.get(tokenHash);
+    if (pending) return pending;
+    const promise = this.lookup(token, tokenHash, now).finally(() => this.inflight.delete(tokenHash));
+    this.inflight.set(tokenHash, promise);
+    return promise;
+  }
+
+  private async lookup(token: string, tokenHash: string, now: number): Promise<CachedKey> {
+    const candidates = isWellFormedToken(token) ? await this.repository.findCandidatesByPrefix(lookupPrefixOf(token)) : [];
+    let match: CachedKey['key'] = null;
+    for (const candidate of candidates) {
+      if (constantTimeEqual(candidate.tokenHash, tokenHash) && !candidate.revokedAt) {
+        match = {
+          id: candidate.id,
+          orgId: candidate.orgId,
+          scopes: new Set(candidate.scopes),
+          expiresAt: candidate.expiresAt,
+          orgStatus: candidate.orgStatus,
+          orgPlan: candidate.orgPlan,
+        };
+      }
+    }
+    const entry: CachedKey = { key: match, until: now + this.config.apiKeyCacheTtlMs };
+    if (this.cache.size >= MAX_CACHED_KEYS) {
+      // Map iteration order is insertion order: drop the oldest entry
+      const oldest = this.cache.keys().next().value;
+      if (oldest !== undefined) this.cache.delete(oldest);
+    }
+    this.cache.set(tokenHash, entry);
+    return entry;
+  }
+
+  private async flushLastUsed(): Promise<void> {
+    if (this.lastUsed.size === 0) return;
+    const entries = [...this.lastUsed.entries()];
+    this.lastUsed.clear();
+    try {
+      await this.repository.recordLastUsed(entries);
+    } catch (error) {
+      this.logger.warn({ err: { message: (error as Error).message } }, 'could not record api key last_used_at');
+    }
+  }
+}
+
+function parseBearer(header: string | string[] | undefined): string | null {
+  if (typeof header !== 'string') return null;
+  const match = /^Bearer +(\S+) *$/i.exec(header);
+  return match && match[1].startsWith(API_KEY_PREFIX) ? match[1] : null;
+}
+
+function lookupPrefixOf(token: string): string {
+  return token.slice(API_KEY_PREFIX.length, API_KEY_PREFIX.length + LOOKUP_PREFIX_LENGTH);
+}
+
+function unauthorized(message: string): ApiError {
+  return new ApiError(ErrorCode.Unauthorized, message);
+}
+
+export function validateScopes(scopes: string[]): Scope[] {
+  const unknown = scopes.filter((scope) => !isScope(scope));
+  if (unknown.length > 0) throw ApiError.field('scopes', `unknown scopes: ${unknown.join(', ')}`);
+  if (scopes.length === 0) throw ApiError.field('scopes', 'at least one scope is required');
+  return [...new Set(scopes)] as Scope[];
+}

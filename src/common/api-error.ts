@@ -1,0 +1,87 @@
+/**
+ * Every error the API returns, by code. Clients branch on these strings
+ * (spec: "Clients must branch on `code`, never on `message`").
+ */
+export enum ErrorCode {
+  Unauthorized = 'unauthorized',
+  InsufficientScope = 'insufficient_scope',
+  OrgInactive = 'org_inactive',
+  NotFound = 'not_found',
+  AgentNotFound = 'agent_not_found',
+  AgentHandleTaken = 'agent_handle_taken',
+  IdempotencyKeyReused = 'idempotency_key_reused',
+  Conflict = 'conflict',
+  ValidationFailed = 'validation_failed',
+  PayloadTooLarge = 'payload_too_large',
+  RateLimited = 'rate_limited',
+  InternalError = 'internal_error',
+  ServiceUnavailable = 'service_unavailable',
+}
+
+/** HTTP status of each code: one exhaustive switch, so a new code cannot ship without one. */
+export function statusOf(code: ErrorCode): number {
+  switch (code) {
+    case ErrorCode.Unauthorized:
+      return 401;
+    case ErrorCode.InsufficientScope:
+    case ErrorCode.OrgInactive:
+      return 403;
+    case ErrorCode.NotFound:
+    case ErrorCode.AgentNotFound:
+      return 404;
+    case ErrorCode.AgentHandleTaken:
+    case ErrorCode.IdempotencyKeyReused:
+    case ErrorCode.Conflict:
+      return 409;
+    case ErrorCode.PayloadTooLarge:
+      return 413;
+    case ErrorCode.ValidationFailed:
+      return 422;
+    case ErrorCode.RateLimited:
+      return 429;
+    case ErrorCode.InternalError:
+      return 500;
+    case ErrorCode.ServiceUnavailable:
+      return 503;
+  }
+}
+
+/** Field path → problems, for `validation_failed`. */
+export type FieldErrors = Record<string, string[]>;
+
+export class ApiError extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** extra machine-readable detail rendered under `error.details` */
+    readonly details?: { fields?: FieldErrors } & Record<string, unknown>,
+    /** response headers that belong to this error (e.g. Retry-After) */
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = statusOf(code);
+  }
+
+  static validation(fields: FieldErrors, message?: string): ApiError {
+    const names = Object.keys(fields);
+    const text =
+      message ??
+      (names.length === 0
+        ? 'The request is not valid.'
+        : `Invalid ${names.length === 1 ? 'field' : 'fields'}: ${names
+            .map((name) => `${name} (${fields[name].join('; ')})`)
+            .join(', ')}`);
+    return new ApiError(ErrorCode.ValidationFailed, text, { fields });
+  }
+
+  static field(field: string, problem: string): ApiError {
+    return ApiError.validation({ [field]: [problem] });
+  }
+
+  static notFound(what = 'Resource'): ApiError {
+    return new ApiError(ErrorCode.NotFound, `${what} not found.`);
+  }
+}

@@ -1,0 +1,18 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../config/config';
+import { FixtureRegistry } from '../fixtures/fixture-registry';
+import { LOGGER, type AppLogger } from './logger';
+import { Paginator } from './pagination';
+
+/** Configuration, logger and the shared helpers every module may inject. */
+@Global()
+@Module({})
+export class CoreModule {
+  static forRoot(config: AppConfig, logger: AppLogger): DynamicModule {
+    return {
+      module: CoreModule,
+      providers: [{ provide: APP_CONFIG, useValue: config }, { provide: LOGGER, useValue: logger }, Paginator, FixtureRegistry],
+      exports: [APP_CONFIG, LOGGER, Paginator, FixtureRegistry],
+    };
+  }
+}

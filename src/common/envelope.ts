@@ -1,0 +1,47 @@
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { map, type Observable } from 'rxjs';
+import type { RequestContext } from './request-context';
+
+/** A page of a list endpoint: rendered as `data: items` plus `meta.next_cursor`. */
+export class Page<T> {
+  constructor(
+    readonly items: T[],
+    readonly nextCursor: string | null,
+  ) {}
+
+  map<U>(fn: (item: T) => U): Page<U> {
+    return new Page(this.items.map(fn), this.nextCursor);
+  }
+}
+
+export interface SuccessEnvelope<T> {
+  data: T;
+  meta: { request_id: string; next_cursor?: string | null };
+}
+
+const RAW_RESPONSE = 'raw-response';
+/** The handler's return value is the whole body (only `GET /openapi.json`). */
+export const RawResponse = () => SetMetadata(RAW_RESPONSE, true);
+
+export function envelope<T>(result: T | Page<T>, requestId: string): SuccessEnvelope<T | T[]> {
+  if (result instanceof Page) {
+    return { data: result.items, meta: { request_id: requestId, next_cursor: result.nextCursor } };
+  }
+  return { data: result, meta: { request_id: requestId } };
+}
+
+/**
+ * Wraps what a controller returns in the success envelope. It does not guess:
+ * a `Page` is a list, anything else is the single resource.
+ */
+@Injectable()
+export class EnvelopeInterceptor implements NestInterceptor {
+  constructor(private readonly reflector: Reflector) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (this.reflector.get<boolean>(RAW_RESPONSE, context.getHandler())) return next.handle();
+    const request = context.switchToHttp().getRequest<RequestContext>();
+    return next.handle().pipe(map((result: unknown) => envelope(result, request.requestId)));
+  }
+}

@@ -1,0 +1,94 @@
+import { applyDecorators, type Type } from '@nestjs/common';
+import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, getSchemaPath } from '@nestjs/swagger';
+import { ErrorCode, statusOf } from './api-error';
+
+export class ErrorBody {
+  @ApiProperty({ enum: Object.values(ErrorCode), description: 'Stable machine-readable code: branch on this.' })
+  code!: string;
+
+  @ApiProperty({ description: 'Human-readable; may change between releases.' })
+  message!: string;
+
+  @ApiProperty({ type: 'string', nullable: true })
+  request_id!: string | null;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'Extra detail; for `validation_failed`, `fields` maps each offending field to its problems.',
+  })
+  details?: Record<string, unknown>;
+}
+
+export class ErrorEnvelope {
+  @ApiProperty({ type: ErrorBody })
+  error!: ErrorBody;
+}
+
+export class ResponseMeta {
+  @ApiProperty({ type: 'string', nullable: true, description: 'Equals the X-Request-ID response header.' })
+  request_id!: string | null;
+}
+
+export class ListResponseMeta extends ResponseMeta {
+  @ApiProperty({ type: 'string', nullable: true, description: 'Pass back as `cursor` for the next page; null on the last page.' })
+  next_cursor!: string | null;
+}
+
+const REQUEST_ID_HEADER_DOC = {
+  'X-Request-ID': { description: 'Equals `request_id` in the body.', schema: { type: 'string' } },
+};
+
+const RATE_LIMIT_HEADERS_DOC = {
+  'X-RateLimit-Limit': { schema: { type: 'integer' }, description: 'Requests allowed in the more constraining window.' },
+  'X-RateLimit-Remaining': { schema: { type: 'integer' }, description: 'Requests left in that window.' },
+  'X-RateLimit-Reset': { schema: { type: 'integer' }, description: 'Unix epoch seconds at which that window resets.' },
+};
+
+/** Success response in the envelope: `data` is `model` (or an array of it for lists). */
+export function ApiEnvelope(model: Type<unknown>, options: { status?: 200 | 201; list?: boolean; description?: string } = {}) {
+  const data = options.list ? { type: 'array', items: { $ref: getSchemaPath(model) } } : { $ref: getSchemaPath(model) };
+  const meta = { $ref: getSchemaPath(options.list ? ListResponseMeta : ResponseMeta) };
+  return applyDecorators(
+    ApiExtraModels(model, ResponseMeta, ListResponseMeta),
+    ApiResponse({
+      status: options.status ?? 200,
+      description: options.description ?? 'Success',
+      headers: REQUEST_ID_HEADER_DOC,
+      schema: { type: 'object', required: ['data', 'meta'], properties: { data, meta }, additionalProperties: false },
+    }),
+  );
+}
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  401: 'Missing, malformed, wrong, revoked or expired API key (`unauthorized`).',
+  403: 'The key lacks the required scope (`insufficient_scope`), or the organization is inactive (`org_inactive`).',
+  404: 'Not found.',
+  409: 'Conflict.',
+  413: 'Request body over 1 MiB (`payload_too_large`).',
+  422: 'Validation failed (`validation_failed`).',
+  429: 'Rate limit exceeded (`rate_limited`).',
+  500: 'Unexpected error (`internal_error`).',
+  503: 'Temporarily unavailable (`service_unavailable`); retry with backoff.',
+};
+
+/** Error responses in the error envelope, by status. */
+export function ApiErrors(...statuses: number[]) {
+  return applyDecorators(
+    ApiExtraModels(ErrorEnvelope),
+    ...statuses.map((status) =>
+      ApiResponse({
+        status,
+        description: ERROR_DESCRIPTIONS[status] ?? 'Error',
+        headers:
+          status === 429
+            ? { ...REQUEST_ID_HEADER_DOC, ...RATE_LIMIT_HEADERS_DOC, 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait.' } }
+            : REQUEST_ID_HEADER_DOC,
+        schema: { $ref: getSchemaPath(ErrorEnvelope) },
+      }),
+    ),
+  );
+}
+
+/** Codes that the common statuses of authenticated endpoints carry. */
+export const COMMON_AUTH_ERRORS = [statusOf(ErrorCode.Unauthorized), 403, statusOf(ErrorCode.RateLimited), 500, 503];

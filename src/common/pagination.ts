@@ -1,0 +1,82 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { CursorCodec, filterHash } from '../../libs/cursor/cursor';
+import { APP_CONFIG, type AppConfig } from '../config/config';
+import { ApiError } from './api-error';
+import { Page } from './envelope';
+
+export const DEFAULT_PAGE_SIZE = 25;
+export const MAX_PAGE_SIZE = 100;
+
+/** Strict integer parsing: `1.5`, `abc`, `1e2`, repeated params and blanks are not integers. */
+export function toStrictInt({ value }: { value: unknown }): unknown {
+  if (value === undefined) return undefined;
+  return typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : Number.NaN;
+}
+
+/** `cursor` and `limit`, shared by every paginated endpoint (extend it for filters). */
+export class PaginationQuery {
+  @ApiPropertyOptional({ description: 'Opaque cursor from `meta.next_cursor` of the previous page.' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(512)
+  cursor?: string;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })
+  @IsOptional()
+  @Transform(toStrictInt)
+  @IsInt({ message: `limit must be an integer from 1 to ${MAX_PAGE_SIZE}` })
+  @Min(1, { message: `limit must be an integer from 1 to ${MAX_PAGE_SIZE}` })
+  @Max(MAX_PAGE_SIZE, { message: `limit must be an integer from 1 to ${MAX_PAGE_SIZE}` })
+  limit?: number;
+}
+
+/** What a repository needs to fetch one page: keyset on id, one extra row to detect the end. */
+export interface PageRequest {
+  /** continue after this id (exclusive); null on the first page */
+  afterId: string | null;
+  limit: number;
+  /** rows to fetch: limit + 1 */
+  fetch: number;
+  readonly filterHash: string;
+}
+
+/**
+ * The one pagination helper every list endpoint uses. Cursors are bound to
+ * the list they came from and to its filters, so changing either restarts the
+ * traversal (spec: "Cursors are filter-aware").
+ */
+@Injectable()
+export class Paginator {
+  private readonly codec: CursorCodec;
+
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    this.codec = new CursorCodec(config.cursorSecret);
+  }
+
+  /** `list` names the listing (e.g. `agents`, or `messages:<conversation id>`). */
+  request(list: string, query: PaginationQuery, filters: Record<string, unknown> = {}): PageRequest {
+    const hash = filterHash({ list, filters });
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+    let afterId: string | null = null;
+    if (query.cursor !== undefined) {
+      const decoded = this.codec.decode(query.cursor);
+      if (!decoded) throw ApiError.field('cursor', 'is not a valid cursor');
+      if (decoded.filterHash !== hash) {
+        throw ApiError.field('cursor', 'was issued for other filters; restart the traversal without a cursor');
+      }
+      afterId = decoded.lastId;
+    }
+    return { afterId, limit, fetch: limit + 1, filterHash: hash };
+  }
+
+  /** Turns `limit + 1` fetched rows into a page; `next_cursor` is null when nothing follows. */
+  page<T extends { id: string }>(rows: T[], request: PageRequest): Page<T> {
+    if (rows.length <= request.limit) return new Page(rows, null);
+    const items = rows.slice(0, request.limit);
+    const last = items[items.length - 1];
+    return new Page(items, this.codec.encode({ lastId: last.id, filterHash: request.filterHash }));
+  }
+}

@@ -1,0 +1,148 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { newSecretKey, parseKey32 } from '../../libs/crypto/crypto';
+
+/**
+ * The one place that reads the environment (STYLE.md #9). Everything else
+ * receives this typed object through the `APP_CONFIG` token.
+ */
+export interface AppConfig {
+  port: number;
+  host: string;
+  /** PostgreSQL server; null means the embedded PGlite database */
+  databaseUrl: string | null;
+  /** PGlite data directory, or 'memory' */
+  pgliteDir: string;
+  seedFile: string | null;
+  redisUrl: string | null;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** HMAC secret of pagination cursors */
+  cursorSecret: string;
+  /** AES-256-GCM key for custom tool credentials */
+  encryptionKey: Buffer;
+  rateLimitPerMinute: number;
+  rateLimitPerHour: number;
+  /** cron expression of the agent-trash purge; null disables the job */
+  trashPurgeCron: string | null;
+  /** cron expression of the idempotency-record purge; null disables the job */
+  idempotencyPurgeCron: string | null;
+  /** per-statement client-side timeout against a PostgreSQL server */
+  dbStatementTimeoutMs: number;
+  dbPoolMax: number;
+  /** how long a validated API key may be served from memory */
+  apiKeyCacheTtlMs: number;
+  /** scheduled jobs run in the server, never in one-shot CLI commands */
+  jobsEnabled: boolean;
+  /** true when the embedded database had no configured secrets and they were generated */
+  generatedSecrets: boolean;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function intSetting(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function cronSetting(env: Env, name: string, fallback: string): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['off', 'false', 'disabled', 'none'].includes(raw.trim().toLowerCase())) return null;
+  const fields = raw.trim().split(/\s+/);
+  if (fields.length < 5 || fields.length > 6) throw new ConfigError(`${name} must be a cron expression or "off", got "${raw}"`);
+  return raw.trim();
+}
+
+interface PersistedSecrets {
+  cursor_secret: string;
+  encryption_key: string;
+}
+
+/**
+ * The embedded default must work with no configuration at all, yet cursors
+ * and ciphertexts must survive a restart: the first start generates both
+ * secrets and keeps them beside the data directory (mode 0600).
+ */
+function embeddedSecrets(pgliteDir: string): PersistedSecrets {
+  if (pgliteDir === 'memory') return { cursor_secret: newSecretKey(), encryption_key: newSecretKey() };
+  const file = resolve(dirname(resolve(pgliteDir)), 'secrets.json');
+  if (existsSync(file)) {
+    const parsed = JSON.parse(readFileSync(file, 'utf8')) as Partial<PersistedSecrets>;
+    if (typeof parsed.cursor_secret === 'string' && typeof parsed.encryption_key === 'string') {
+      return parsed as PersistedSecrets;
+    }
+    throw new ConfigError(`${file} is not a valid secrets file; remove it or set CURSOR_SECRET and ENCRYPTION_KEY`);
+  }
+  const secrets = { cursor_secret: newSecretKey(), encryption_key: newSecretKey() };
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify(secrets, null, 2) + '\n', { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return secrets;
+}
+
+export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig> = {}): AppConfig {
+  const databaseUrl = env.DATABASE_URL?.trim() || null;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
+  }
+  const pgliteDir = env.PGLITE_DIR?.trim() || '.data/pglite';
+
+  const logLevel = (env.LOG_LEVEL?.trim() || 'info') as AppConfig['logLevel'];
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+
+  let cursorSecret = env.CURSOR_SECRET?.trim() || '';
+  let encryptionKeyRaw = env.ENCRYPTION_KEY?.trim() || '';
+  let generatedSecrets = false;
+  if (!cursorSecret || !encryptionKeyRaw) {
+    if (databaseUrl) {
+      const missing = [!cursorSecret && 'CURSOR_SECRET', !encryptionKeyRaw && 'ENCRYPTION_KEY'].filter(Boolean).join(' and ');
+      throw new ConfigError(`${missing} must be set when DATABASE_URL is set (all instances must share them)`);
+    }
+    if (!overrides.cursorSecret || !overrides.encryptionKey) {
+      const persisted = embeddedSecrets(pgliteDir);
+      cursorSecret ||= persisted.cursor_secret;
+      encryptionKeyRaw ||= persisted.encryption_key;
+      generatedSecrets = true;
+    }
+  }
+  if (cursorSecret && cursorSecret.length < 16) throw new ConfigError('CURSOR_SECRET must be at least 16 characters');
+  const encryptionKey = encryptionKeyRaw ? parseKey32(encryptionKeyRaw) : null;
+  if (encryptionKeyRaw && !encryptionKey) throw new ConfigError('ENCRYPTION_KEY must be 32 bytes, base64 or hex encoded');
+
+  const config: AppConfig = {
+    port: intSetting(env, 'PORT', 3000, 0, 65535),
+    host: env.HOST?.trim() || '0.0.0.0',
+    databaseUrl,
+    pgliteDir,
+    seedFile: env.SEED_FILE?.trim() || null,
+    redisUrl: env.REDIS_URL?.trim() || null,
+    logLevel,
+    cursorSecret,
+    encryptionKey: encryptionKey ?? Buffer.alloc(0),
+    rateLimitPerMinute: intSetting(env, 'RATE_LIMIT_PER_MINUTE', 600, 1, 1_000_000),
+    rateLimitPerHour: intSetting(env, 'RATE_LIMIT_PER_HOUR', 10_000, 1, 100_000_000),
+    trashPurgeCron: cronSetting(env, 'TRASH_PURGE_CRON', '0 * * * *'),
+    idempotencyPurgeCron: cronSetting(env, 'IDEMPOTENCY_PURGE_CRON', '*/10 * * * *'),
+    dbStatementTimeoutMs: intSetting(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
+    dbPoolMax: intSetting(env, 'DB_POOL_MAX', 10, 1, 1000),
+    apiKeyCacheTtlMs: intSetting(env, 'API_KEY_CACHE_TTL_MS', 5000, 0, 5000),
+    jobsEnabled: true,
+    generatedSecrets,
+    ...overrides,
+  };
+  if (config.redisUrl && !/^rediss?:\/\//.test(config.redisUrl)) throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
+  if (config.rateLimitPerHour < config.rateLimitPerMinute) {
+    throw new ConfigError('RATE_LIMIT_PER_HOUR must be at least RATE_LIMIT_PER_MINUTE');
+  }
+  return config;
+}
+
+export const APP_CONFIG = Symbol('APP_CONFIG');

@@ -1,0 +1,137 @@
+import { PGlite } from '@electric-sql/pglite';
+import { sql } from 'drizzle-orm';
+import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
+import { migrate as migrateNodePg } from 'drizzle-orm/node-postgres/migrator';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { Pool } from 'pg';
+import type { AppConfig } from '../config/config';
+import type { Database } from './database.types';
+import { PgliteDirectoryLock } from './pglite-lock';
+import * as schema from './schema';
+
+/** Arbitrary constant shared by every instance: serializes migrations across processes. */
+const MIGRATION_LOCK_KEY = 7_214_091_337;
+
+export function migrationsFolder(): string {
+  // compiled to dist/src/database, run from src/database under ts/jest: walk up to the package root
+  let dir = __dirname;
+  while (!existsSync(join(dir, 'package.json'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('package root not found');
+    dir = parent;
+  }
+  return join(dir, 'src', 'database', 'migrations');
+}
+
+export interface ConnectionLogger {
+  error(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+/** An open database of either engine, with what it takes to migrate and close it. */
+export class DatabaseConnection {
+  private closed = false;
+
+  private constructor(
+    readonly kind: 'pglite' | 'postgres',
+    readonly db: Database,
+    private readonly closeFn: () => Promise<void>,
+    private readonly migrateFn: () => Promise<void>,
+    /** the embedded engine, for tests that copy a migrated database */
+    readonly pglite: PGlite | null,
+  ) {}
+
+  static async open(config: AppConfig, logger: ConnectionLogger): Promise<DatabaseConnection> {
+    return config.databaseUrl ? DatabaseConnection.openPostgres(config, logger) : DatabaseConnection.openPglite(config);
+  }
+
+  /** Wraps an existing PGlite (tests hand in a copy of a migrated template). */
+  static fromPglite(client: PGlite, onClose: () => Promise<void> = () => client.close()): DatabaseConnection {
+    const db = drizzlePglite(client, { schema }) as unknown as Database;
+    return new DatabaseConnection(
+      'pglite',
+      db,
+      onClose,
+      async () => {
+        await migratePglite(drizzlePglite(client, { schema }), { migrationsFolder: migrationsFolder() });
+      },
+      client,
+    );
+  }
+
+  private static async openPglite(config: AppConfig): Promise<DatabaseConnection> {
+    if (config.pgliteDir === 'memory') {
+      const client = await PGlite.create();
+      return DatabaseConnection.fromPglite(client);
+    }
+    const dir = resolve(config.pgliteDir);
+    const lock = PgliteDirectoryLock.acquire(dir);
+    try {
+      mkdirSync(dir, { recursive: true });
+      const client = await PGlite.create({ dataDir: dir });
+      return DatabaseConnection.fromPglite(client, async () => {
+        try {
+          await client.close();
+        } finally {
+          lock.release();
+        }
+      });
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
+  }
+
+  private static async openPostgres(config: AppConfig, logger: ConnectionLogger): Promise<DatabaseConnection> {
+    const pool = new Pool({
+      connectionString: config.databaseUrl!,
+      max: config.dbPoolMax,
+      connectionTimeoutMillis: Math.min(config.dbStatementTimeoutMs, 5000),
+      // client-side bound on every query: a hung server cannot pile requests up
+      query_timeout: config.dbStatementTimeoutMs + 1000,
+      statement_timeout: config.dbStatementTimeoutMs,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+    });
+    // Without a listener an idle client's error (server restart) would crash the process.
+    pool.on('error', (error) => logger.error({ err: { message: error.message, code: (error as { code?: string }).code } }, 'idle database client failed'));
+    const db = drizzleNodePg(pool, { schema }) as unknown as Database;
+    return new DatabaseConnection(
+      'postgres',
+      db,
+      () => pool.end(),
+      async () => {
+        const client = await pool.connect();
+        try {
+          // one instance migrates at a time; the others wait, then find nothing to do
+          await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+          try {
+            await migrateNodePg(drizzleNodePg(client, { schema }), { migrationsFolder: migrationsFolder() });
+          } finally {
+            await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+          }
+        } finally {
+          client.release();
+        }
+      },
+      null,
+    );
+  }
+
+  migrate(): Promise<void> {
+    return this.migrateFn();
+  }
+
+  async ping(): Promise<void> {
+    await this.db.execute(sql`select 1`);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.closeFn();
+  }
+}

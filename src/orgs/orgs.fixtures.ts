@@ -1,0 +1,41 @@
+import { Type } from 'class-transformer';
+import { IsIn, IsInt, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, Min, ValidateNested } from 'class-validator';
+import { ORG_STATUSES } from './orgs.dto';
+
+export class CreditsFixture {
+  @IsInt() @Min(0) total!: number;
+  @IsInt() @Min(0) used!: number;
+  @IsInt() @Min(0) remaining!: number;
+  @IsOptional() @IsInt() @Min(0) top_up?: number;
+  @IsOptional() @IsISO8601() reset_at?: string | null;
+}
+
+export class LimitsFixture {
+  @IsOptional() @IsInt() @Min(0) agents?: number | null;
+  @IsOptional() @IsInt() @Min(0) connectors?: number | null;
+  @IsOptional() @IsInt() @Min(0) sources?: number | null;
+  @IsOptional() @IsInt() @Min(0) chatbots?: number | null;
+  @IsOptional() @IsInt() @Min(0) scheduled_triggers?: number | null;
+  @IsOptional() @IsInt() @Min(0) custom_tool_slots?: number | null;
+}
+
+export class TrialFixture {
+  @IsOptional() @IsISO8601() start_date?: string | null;
+  @IsOptional() @IsISO8601() end_date?: string | null;
+}
+
+/**
+ * The organization's own fields in a fixture (operations.md). Its sections
+ * (`api_keys`, `members`, `agents`, …) are validated by their modules.
+ */
+export class OrgFixture {
+  @IsOptional() @Matches(/^org_[a-f0-9]{24}$/, { message: 'must be org_<24 lowercase hex>' }) id?: string;
+  @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
+  @IsOptional() @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'must be lowercase letters, digits and dashes' }) slug?: string;
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64) plan?: string;
+  @IsOptional() @IsIn(ORG_STATUSES) status?: string;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => CreditsFixture) credits?: CreditsFixture;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => LimitsFixture) limits?: LimitsFixture;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => TrialFixture) trial?: TrialFixture | null;
+  @IsOptional() @IsISO8601() created_at?: string | null;
+}

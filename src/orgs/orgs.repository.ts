@@ -1,0 +1,38 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { eq, sql } from 'drizzle-orm';
+import { newId } from '../../libs/ids/ids';
+import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { orgs, sources } from '../database/schema';
+import type { OrgRow } from './orgs.mapper';
+
+export type NewOrgRow = typeof orgs.$inferInsert;
+
+@Injectable()
+export class OrgsRepository {
+  private readonly byId;
+
+  constructor(@Inject(DATABASE) private readonly db: Database) {
+    this.byId = db.select().from(orgs).where(eq(orgs.id, sql.placeholder('orgId'))).prepare('orgs_by_id');
+  }
+
+  async findById(orgId: string): Promise<OrgRow | null> {
+    const [row] = await this.byId.execute({ orgId });
+    return row ?? null;
+  }
+
+  async upsert(row: NewOrgRow, tx: DbOrTx = this.db): Promise<void> {
+    const { id: _id, createdAt: _createdAt, ...changes } = row;
+    await tx
+      .insert(orgs)
+      .values(row)
+      .onConflictDoUpdate({ target: orgs.id, set: { ...changes, updatedAt: new Date() } });
+  }
+
+  /** spec: the upload source is an organization-wide singleton created with the organization */
+  async ensureUploadSource(orgId: string, tx: DbOrTx = this.db): Promise<void> {
+    await tx
+      .insert(sources)
+      .values({ id: newId('source'), orgId, type: 'upload', name: 'Uploaded files', syncStatus: 'ready', documentCount: 0 })
+      .onConflictDoNothing({ target: sources.orgId, where: sql`${sources.type} = 'upload'` });
+  }
+}

@@ -1,0 +1,62 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { IsBoolean, IsEmail, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { newId } from '../../libs/ids/ids';
+import type { Transaction } from '../database/database.types';
+import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { MEMBER_ROLES } from './team.dto';
+import { TeamRepository, type NewMemberRow } from './team.repository';
+
+export class MemberFixture {
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64) id?: string;
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64) user_id?: string;
+  @IsOptional() @IsString() @MaxLength(200) name?: string | null;
+  @IsEmail() email!: string;
+  @IsIn(MEMBER_ROLES) role!: string;
+  @IsOptional() @IsBoolean() is_active?: boolean;
+  @IsOptional() @IsISO8601() last_login_at?: string | null;
+  @IsOptional() @IsISO8601() created_at?: string | null;
+}
+
+@Injectable()
+export class MembersFixtureSection implements FixtureSection<NewMemberRow[]>, OnModuleInit {
+  readonly name = 'members';
+  readonly order = 10;
+
+  constructor(
+    private readonly registry: FixtureRegistry,
+    private readonly repository: TeamRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.registry.register(this);
+  }
+
+  parse(value: unknown, path: string, ctx: FixtureContext): NewMemberRow[] {
+    const items = parseFixtureArray(MemberFixture, value, path);
+    const rows = items.map((item) => {
+      const createdAt = fixtureDate(item.created_at) ?? undefined;
+      return {
+        id: item.id ?? newId('member', createdAt),
+        orgId: ctx.orgId,
+        userId: item.user_id ?? newId('user', createdAt),
+        name: item.name ?? null,
+        email: item.email,
+        role: item.role,
+        isActive: item.is_active ?? true,
+        lastLoginAt: fixtureDate(item.last_login_at),
+        ...(createdAt ? { createdAt } : {}),
+      };
+    });
+    declareIds(ctx, 'members', rows.map((row) => row.id), path);
+    const owners = new Set<string>();
+    rows.forEach((row, index) => {
+      if (owners.has(row.userId)) throw new FixtureError(`${path}[${index}].user_id`, `duplicate user_id ${row.userId}`);
+      owners.add(row.userId);
+    });
+    return rows;
+  }
+
+  write(tx: Transaction, orgId: string, rows: NewMemberRow[]): Promise<void> {
+    return this.repository.upsertMany(orgId, rows, tx);
+  }
+}

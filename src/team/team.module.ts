@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { TeamController } from './team.controller';
+import { MembersFixtureSection } from './team.fixtures';
+import { TeamRepository } from './team.repository';
+import { TeamService } from './team.service';
+
+@Module({
+  controllers: [TeamController],
+  providers: [TeamRepository, TeamService, MembersFixtureSection],
+})
+export class TeamModule {}

@@ -1,0 +1,35 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { desc, eq, sql } from 'drizzle-orm';
+import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { members } from '../database/schema';
+import type { MemberRow } from './team.mapper';
+
+export type NewMemberRow = typeof members.$inferInsert;
+
+@Injectable()
+export class TeamRepository {
+  private readonly byOrg;
+
+  constructor(@Inject(DATABASE) private readonly db: Database) {
+    this.byOrg = db
+      .select()
+      .from(members)
+      .where(eq(members.orgId, sql.placeholder('orgId')))
+      .orderBy(desc(members.id))
+      .prepare('members_by_org');
+  }
+
+  listByOrg(orgId: string): Promise<MemberRow[]> {
+    return this.byOrg.execute({ orgId });
+  }
+
+  async upsertMany(orgId: string, rows: NewMemberRow[], tx: DbOrTx = this.db): Promise<void> {
+    for (const row of rows) {
+      const { id: _id, orgId: _org, ...changes } = row;
+      await tx
+        .insert(members)
+        .values({ ...row, orgId })
+        .onConflictDoUpdate({ target: members.id, set: changes, setWhere: eq(members.orgId, orgId) });
+    }
+  }
+}

@@ -1,0 +1,31 @@
+import { PGlite } from '@electric-sql/pglite';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseConnection, migrationsFolder } from '../../src/database/connection';
+
+/**
+ * Migrate once per run, then every test file starts from a copy of the
+ * migrated database (a fresh PGlite plus migrations costs seconds; loading a
+ * dump costs a fraction of that). The dump is keyed by the migrations' hash.
+ */
+export default async function globalSetup(): Promise<void> {
+  if (process.env.DATABASE_URL) return; // server runs migrate per process under the advisory lock
+  const folder = migrationsFolder();
+  const hash = createHash('sha256');
+  for (const file of readdirSync(folder, { recursive: true }).map(String).sort()) {
+    const full = join(folder, file);
+    if (file.endsWith('.sql') || file.endsWith('.json')) hash.update(file).update(readFileSync(full));
+  }
+  const path = join(tmpdir(), `agent-platform-template-${hash.digest('hex').slice(0, 16)}.tar.gz`);
+  process.env.PGLITE_TEMPLATE = path;
+  if (existsSync(path)) return;
+  const client = await PGlite.create();
+  const connection = DatabaseConnection.fromPglite(client);
+  await connection.migrate();
+  const dump = await client.dumpDataDir('gzip');
+  writeFileSync(`${path}.tmp-${process.pid}`, Buffer.from(await dump.arrayBuffer()));
+  require('node:fs').renameSync(`${path}.tmp-${process.pid}`, path);
+  await client.close();
+}
