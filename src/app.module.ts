@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
+import { AgentsModule } from './agents/agents.module';
 import { ApiKeyGuard } from './auth/api-key.guard';
 import { AuthModule } from './auth/auth.module';
 import { CoreModule } from './common/core.module';
@@ -39,6 +40,7 @@ export class AppModule {
         FixturesModule,
         OrgsModule,
         TeamModule,
+        AgentsModule,
       ],
       providers: [
         { provide: APP_GUARD, useExisting: ApiKeyGuard },

@@ -1,0 +1,61 @@
+import { Injectable } from '@nestjs/common';
+import { and, eq, inArray } from 'drizzle-orm';
+import type { DbOrTx } from '../database/database.types';
+import { agents, connectors, documents, sources } from '../database/schema';
+
+export interface ConnectorRef {
+  id: string;
+  name: string;
+  status: string;
+}
+
+export interface AgentRef {
+  id: string;
+  deletedAt: Date | null;
+}
+
+export interface DocumentRef {
+  id: string;
+  sourceId: string;
+}
+
+/**
+ * What an agent may reference, looked up inside one organization: one query
+ * per referenced table for a whole request, never one per id.
+ */
+@Injectable()
+export class AgentReferencesRepository {
+  async connectors(tx: DbOrTx, orgId: string, ids: string[]): Promise<ConnectorRef[]> {
+    if (ids.length === 0) return [];
+    return tx
+      .select({ id: connectors.id, name: connectors.name, status: connectors.status })
+      .from(connectors)
+      .where(and(eq(connectors.orgId, orgId), inArray(connectors.id, ids)));
+  }
+
+  /** Soft-deleted agents are returned too (with `deletedAt`), so the caller can tell kept references from new ones. */
+  async agents(tx: DbOrTx, orgId: string, ids: string[]): Promise<AgentRef[]> {
+    if (ids.length === 0) return [];
+    return tx
+      .select({ id: agents.id, deletedAt: agents.deletedAt })
+      .from(agents)
+      .where(and(eq(agents.orgId, orgId), inArray(agents.id, ids)));
+  }
+
+  async sources(tx: DbOrTx, orgId: string, ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = await tx
+      .select({ id: sources.id })
+      .from(sources)
+      .where(and(eq(sources.orgId, orgId), inArray(sources.id, ids)));
+    return rows.map((row) => row.id);
+  }
+
+  async documents(tx: DbOrTx, orgId: string, ids: string[]): Promise<DocumentRef[]> {
+    if (ids.length === 0) return [];
+    return tx
+      .select({ id: documents.id, sourceId: documents.sourceId })
+      .from(documents)
+      .where(and(eq(documents.orgId, orgId), inArray(documents.id, ids)));
+  }
+}

@@ -1,0 +1,70 @@
+import { Injectable } from '@nestjs/common';
+import { and, asc, inArray, isNotNull, lt, not, sql } from 'drizzle-orm';
+import type { DbOrTx } from '../database/database.types';
+import { agents, chatbots, triggers } from '../database/schema';
+
+/** Arbitrary constant shared by every instance: one purger at a time, the others skip. */
+export const TRASH_PURGE_LOCK_KEY = 7_214_091_340;
+
+export interface ExpiredAgent {
+  id: string;
+  orgId: string;
+}
+
+/**
+ * The SQL of the trash purge. It is a system job that crosses organizations:
+ * it selects by `deleted_at` only, then works on the ids it selected (ids are
+ * globally unique, and an agent's references never leave its organization).
+ */
+@Injectable()
+export class AgentsTrashRepository {
+  /** Transaction-scoped advisory lock: released at commit/rollback, so a crashed purger never holds it. */
+  async tryLockPurge(tx: DbOrTx): Promise<boolean> {
+    const result = await tx.execute<{ locked: boolean }>(sql`select pg_try_advisory_xact_lock(${TRASH_PURGE_LOCK_KEY}) as locked`);
+    const rows = (result as unknown as { rows: Array<{ locked: boolean }> }).rows;
+    return rows[0]?.locked === true;
+  }
+
+  /** Oldest trash first; `skip locked` so a row another transaction holds is left for the next run. */
+  selectExpired(tx: DbOrTx, deletedBefore: Date, limit: number): Promise<ExpiredAgent[]> {
+    return tx
+      .select({ id: agents.id, orgId: agents.orgId })
+      .from(agents)
+      .where(and(isNotNull(agents.deletedAt), lt(agents.deletedAt, deletedBefore)))
+      .orderBy(asc(agents.deletedAt), asc(agents.id))
+      .limit(limit)
+      .for('update', { skipLocked: true });
+  }
+
+  /** Removes the purged ids from every other agent's `sub_agents`, keeping the order of the rest (GIN index on sub_agents). */
+  async removeFromSubAgents(tx: DbOrTx, ids: string[], now: Date): Promise<number> {
+    const purged = sql`${sql.param(ids)}::text[]`;
+    const updated = await tx
+      .update(agents)
+      .set({
+        subAgents: sql`array(select s from unnest(${agents.subAgents}) with ordinality as u(s, n) where not (s = any(${purged})) order by n)`,
+        updatedAt: now,
+      })
+      .where(and(sql`${agents.subAgents} && ${purged}`, not(inArray(agents.id, ids))))
+      .returning({ id: agents.id });
+    return updated.length;
+  }
+
+  async deleteTriggersOf(tx: DbOrTx, agentIds: string[]): Promise<number> {
+    const deleted = await tx.delete(triggers).where(inArray(triggers.agentId, agentIds)).returning({ id: triggers.id });
+    return deleted.length;
+  }
+
+  async deleteChatbotsOf(tx: DbOrTx, agentIds: string[]): Promise<number> {
+    const deleted = await tx.delete(chatbots).where(inArray(chatbots.agentId, agentIds)).returning({ id: chatbots.id });
+    return deleted.length;
+  }
+
+  async deleteAgents(tx: DbOrTx, ids: string[]): Promise<number> {
+    const deleted = await tx
+      .delete(agents)
+      .where(and(inArray(agents.id, ids), isNotNull(agents.deletedAt)))
+      .returning({ id: agents.id });
+    return deleted.length;
+  }
+}

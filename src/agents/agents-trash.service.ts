@@ -1,0 +1,81 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { LOGGER, type AppLogger } from '../common/logger';
+import { DATABASE, type Database } from '../database/database.types';
+import { AgentsTrashRepository } from './agents-trash.repository';
+
+/** spec "Limits": agent trash window, then hard delete */
+export const TRASH_WINDOW_DAYS = 30;
+export const TRASH_PURGE_BATCH_SIZE = 500;
+
+export interface TrashPurgeResult {
+  /** the cut-off: agents soft-deleted before this instant were purged */
+  deleted_before: string;
+  agents: number;
+  triggers: number;
+  chatbots: number;
+  /** other agents whose `sub_agents` lost a purged id */
+  agents_updated: number;
+  batches: number;
+  /** true when another instance held the purge lock and this run stopped early */
+  skipped: boolean;
+}
+
+/**
+ * Hard-deletes agents soft-deleted more than 30 days before `now`, with what
+ * only belonged to them: their triggers and chatbots (each has one `agent_id`,
+ * so a row bound to a purged agent belongs to it alone). Conversations stay:
+ * they are the organization's history. Connectors, sources and custom tools
+ * are organization-wide and stay too. Purged ids leave other agents' `sub_agents`.
+ *
+ * Batches of 500 agents, one transaction each, so a huge trash never holds
+ * locks for long. Each batch first takes a transaction-scoped advisory lock;
+ * an instance that cannot get it stops (another instance is purging), so
+ * several instances never work on the same rows or deadlock each other.
+ */
+@Injectable()
+export class AgentsTrashService {
+  constructor(
+    @Inject(DATABASE) private readonly db: Database,
+    private readonly repository: AgentsTrashRepository,
+    @Inject(LOGGER) private readonly logger: AppLogger,
+  ) {}
+
+  async purgeExpiredTrash(now: Date = new Date(), batchSize = TRASH_PURGE_BATCH_SIZE): Promise<TrashPurgeResult> {
+    const deletedBefore = new Date(now.getTime() - TRASH_WINDOW_DAYS * 24 * 60 * 60 * 1000);
+    const result: TrashPurgeResult = {
+      deleted_before: deletedBefore.toISOString(),
+      agents: 0,
+      triggers: 0,
+      chatbots: 0,
+      agents_updated: 0,
+      batches: 0,
+      skipped: false,
+    };
+    for (;;) {
+      const batch = await this.db.transaction(async (tx) => {
+        if (!(await this.repository.tryLockPurge(tx))) return null;
+        const expired = await this.repository.selectExpired(tx, deletedBefore, batchSize);
+        if (expired.length === 0) return { agents: 0, triggers: 0, chatbots: 0, agentsUpdated: 0, selected: 0 };
+        const ids = expired.map((agent) => agent.id);
+        const agentsUpdated = await this.repository.removeFromSubAgents(tx, ids, now);
+        const triggers = await this.repository.deleteTriggersOf(tx, ids);
+        const chatbots = await this.repository.deleteChatbotsOf(tx, ids);
+        const agents = await this.repository.deleteAgents(tx, ids);
+        return { agents, triggers, chatbots, agentsUpdated, selected: expired.length };
+      });
+      if (batch === null) {
+        result.skipped = true;
+        break;
+      }
+      if (batch.selected === 0) break;
+      result.batches += 1;
+      result.agents += batch.agents;
+      result.triggers += batch.triggers;
+      result.chatbots += batch.chatbots;
+      result.agents_updated += batch.agentsUpdated;
+      if (batch.selected < batchSize) break;
+    }
+    this.logger.info({ ...result }, 'agent trash purged');
+    return result;
+  }
+}

@@ -1,0 +1,76 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiBody, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { Auth, RequireScope } from '../auth/auth.decorators';
+import type { Page } from '../common/envelope';
+import { ApiEnvelope, ApiErrors } from '../common/openapi';
+import { PaginationQuery } from '../common/pagination';
+import type { AuthContext } from '../common/request-context';
+import { AGENT_PATH_ID_PATTERN, AgentCreateDto, AgentDeletedDto, AgentDto, AgentUpdateDto } from './agents.dto';
+import { AgentsService } from './agents.service';
+
+const AgentIdParam = () =>
+  ApiParam({
+    name: 'id',
+    description: 'Agent id, prefixed (`agent_<24 hex>`) or bare (`<24 hex>`).',
+    schema: { type: 'string', pattern: AGENT_PATH_ID_PATTERN },
+  });
+
+@ApiTags('Agents')
+@Controller('agents')
+export class AgentsController {
+  constructor(private readonly agents: AgentsService) {}
+
+  @Get()
+  @RequireScope('agents:read')
+  @ApiOperation({ operationId: 'listAgents', summary: 'Agents of the organization, newest first (soft-deleted agents are never listed)' })
+  @ApiEnvelope(AgentDto, { list: true })
+  @ApiErrors(422)
+  listAgents(@Auth() auth: AuthContext, @Query() query: PaginationQuery): Promise<Page<AgentDto>> {
+    return this.agents.listAgents(auth.orgId, query);
+  }
+
+  @Post()
+  @HttpCode(201)
+  @RequireScope('agents:write')
+  @ApiOperation({ operationId: 'createAgent', summary: 'Create an agent' })
+  @ApiBody({ type: AgentCreateDto })
+  @ApiEnvelope(AgentDto, { status: 201 })
+  @ApiErrors(409, 422)
+  createAgent(@Auth() auth: AuthContext, @Body() body: AgentCreateDto): Promise<AgentDto> {
+    return this.agents.createAgent(auth.orgId, body);
+  }
+
+  @Get(':id')
+  @RequireScope('agents:read')
+  @AgentIdParam()
+  @ApiOperation({ operationId: 'getAgent', summary: 'Fetch an agent' })
+  @ApiEnvelope(AgentDto)
+  @ApiErrors(404)
+  getAgent(@Auth() auth: AuthContext, @Param('id') id: string): Promise<AgentDto> {
+    return this.agents.getAgent(auth.orgId, id);
+  }
+
+  @Patch(':id')
+  @RequireScope('agents:write')
+  @AgentIdParam()
+  @ApiOperation({
+    operationId: 'updateAgent',
+    summary: 'Update an agent; `is_active` runs the activation guard and the trigger/chatbot cascades',
+  })
+  @ApiBody({ type: AgentUpdateDto })
+  @ApiEnvelope(AgentDto)
+  @ApiErrors(404, 409, 422)
+  updateAgent(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: AgentUpdateDto): Promise<AgentDto> {
+    return this.agents.updateAgent(auth.orgId, id, body);
+  }
+
+  @Delete(':id')
+  @RequireScope('agents:delete')
+  @AgentIdParam()
+  @ApiOperation({ operationId: 'deleteAgent', summary: 'Move an agent to the trash (hard-deleted after 30 days)' })
+  @ApiEnvelope(AgentDeletedDto)
+  @ApiErrors(404)
+  deleteAgent(@Auth() auth: AuthContext, @Param('id') id: string): Promise<AgentDeletedDto> {
+    return this.agents.deleteAgent(auth.orgId, id);
+  }
+}

@@ -1,0 +1,241 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsISO8601,
+  IsNotEmpty,
+  IsObject,
+  IsOptional,
+  IsString,
+  Matches,
+  MaxLength,
+  ValidateIf,
+  ValidateNested,
+} from 'class-validator';
+
+export const HANDLE_PATTERN = /^[a-zA-Z][a-zA-Z0-9]*$/;
+export const AGENT_PATH_ID_PATTERN = '^(agent_[a-f0-9]{24}|[a-f0-9]{24})$';
+export const DEFAULT_AGENT_COLOR = '#6366f1';
+export const COLOR_PATTERN = /^#(?:[0-9a-fA-F]{6}|[0-9a-fA-F]{3})$/;
+export const DATA_SOURCE_SCOPES = ['all', 'selected'] as const;
+/** a ToolRef whose name starts with this occupies one of the plan's `custom_tool_slots` */
+export const CUSTOM_TOOL_PREFIX = 'custom_';
+
+export const MAX_HANDLE_LENGTH = 64;
+export const MAX_NAME_LENGTH = 200;
+export const MAX_TEXT_LENGTH = 100_000;
+export const MAX_REFS = 100;
+export const MAX_TOOLS = 200;
+
+/** The key may be omitted, but an explicit `null` is rejected (the field is not nullable). */
+const OmittableNotNull = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
+
+export class ToolRefDto {
+  @ApiProperty({ description: 'Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix.', maxLength: MAX_NAME_LENGTH })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(MAX_NAME_LENGTH)
+  name!: string;
+
+  @ApiPropertyOptional({ type: 'string', nullable: true, description: 'Connector instance id; null for built-in or knowledge tools.' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  connector_id?: string | null;
+}
+
+export class DataSourceRefDto {
+  @ApiProperty({ example: 'source_0123456789abcdef01234567' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(64)
+  source_id!: string;
+
+  @ApiProperty({ enum: DATA_SOURCE_SCOPES })
+  @IsIn(DATA_SOURCE_SCOPES)
+  scope!: 'all' | 'selected';
+
+  @ApiPropertyOptional({ type: [String], description: 'Document ids to include when `scope` = `selected`.' })
+  @OmittableNotNull()
+  @IsArray()
+  @ArrayMaxSize(1000)
+  @IsString({ each: true })
+  @MaxLength(64, { each: true })
+  documents?: string[];
+}
+
+/** Agent (response). The first twelve fields are the spec's table; the rest read back what AgentCreate/AgentUpdate wrote. */
+export class AgentDto {
+  @ApiProperty({ example: 'agent_0123456789abcdef01234567' }) id!: string;
+  @ApiProperty({ description: 'camelCase alphanumeric; unique per organization, case-insensitively.' }) handle!: string;
+  @ApiProperty() name!: string;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) description?: string | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true, description: 'Model identifier.' }) model?: string | null;
+  @ApiProperty() is_active!: boolean;
+  @ApiPropertyOptional({ type: 'string', nullable: true, description: 'Hex color such as `#rrggbb`.' }) color?: string | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) avatar?: string | null;
+  @ApiProperty({ type: 'integer', minimum: 0 }) tools_count!: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) sub_agents_count!: number;
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) created_at?: string | null;
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) updated_at?: string | null;
+
+  @ApiPropertyOptional({ type: 'string', nullable: true }) instructions?: string | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) instructions_html?: string | null;
+  @ApiPropertyOptional() include_system_prompt?: boolean;
+  @ApiPropertyOptional({ type: [ToolRefDto], description: 'The stored tool list; PATCH `tools` replaces it whole.' }) tools?: ToolRefDto[];
+  @ApiPropertyOptional({ type: [String], description: 'Connector ids.' }) connectors?: string[];
+  @ApiPropertyOptional({ type: [String], description: 'Agent ids.' }) sub_agents?: string[];
+  @ApiPropertyOptional({ type: [DataSourceRefDto] }) data_sources?: DataSourceRefDto[];
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, nullable: true }) pending_trigger_hint?: Record<string, unknown> | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) deactivated_reason?: string | null;
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) deactivated_at?: string | null;
+}
+
+/**
+ * Fields shared by AgentCreate and AgentUpdate. Non-nullable fields reject an
+ * explicit `null` (OmittableNotNull); nullable ones accept it (IsOptional).
+ */
+abstract class AgentWritableFields {
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: MAX_TEXT_LENGTH })
+  @IsOptional()
+  @IsString()
+  @MaxLength(MAX_TEXT_LENGTH)
+  description?: string | null;
+
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: MAX_NAME_LENGTH })
+  @IsOptional()
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(MAX_NAME_LENGTH)
+  model?: string | null;
+
+  @ApiPropertyOptional({ default: DEFAULT_AGENT_COLOR, pattern: COLOR_PATTERN.source })
+  @OmittableNotNull()
+  @IsString()
+  @Matches(COLOR_PATTERN, { message: 'color must be a hex color such as #rrggbb' })
+  color?: string;
+
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: 2048 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(2048)
+  avatar?: string | null;
+
+  @ApiPropertyOptional({ default: true })
+  @OmittableNotNull()
+  @IsBoolean()
+  include_system_prompt?: boolean;
+
+  @ApiPropertyOptional({ type: [ToolRefDto], maxItems: MAX_TOOLS })
+  @OmittableNotNull()
+  @IsArray()
+  @ArrayMaxSize(MAX_TOOLS)
+  @ValidateNested({ each: true })
+  @Type(() => ToolRefDto)
+  tools?: ToolRefDto[];
+
+  @ApiPropertyOptional({ type: [String], maxItems: MAX_REFS, description: 'Connector ids of this organization.' })
+  @OmittableNotNull()
+  @IsArray()
+  @ArrayMaxSize(MAX_REFS)
+  @IsString({ each: true })
+  connectors?: string[];
+
+  @ApiPropertyOptional({ type: [String], maxItems: MAX_REFS, description: 'Agent ids of this organization; an agent may not reference itself.' })
+  @OmittableNotNull()
+  @IsArray()
+  @ArrayMaxSize(MAX_REFS)
+  @IsString({ each: true })
+  sub_agents?: string[];
+
+  @ApiPropertyOptional({ type: [DataSourceRefDto], maxItems: MAX_REFS })
+  @OmittableNotNull()
+  @IsArray()
+  @ArrayMaxSize(MAX_REFS)
+  @ValidateNested({ each: true })
+  @Type(() => DataSourceRefDto)
+  data_sources?: DataSourceRefDto[];
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, nullable: true, description: 'Free-form object.' })
+  @IsOptional()
+  @IsObject()
+  pending_trigger_hint?: Record<string, unknown> | null;
+}
+
+export class AgentCreateDto extends AgentWritableFields {
+  @ApiProperty({ pattern: HANDLE_PATTERN.source, maxLength: MAX_HANDLE_LENGTH, description: 'Unique within the organization, compared case-insensitively.' })
+  @IsString()
+  @MaxLength(MAX_HANDLE_LENGTH)
+  @Matches(HANDLE_PATTERN, { message: 'handle must start with a letter and contain only letters and digits' })
+  handle!: string;
+
+  @ApiProperty({ maxLength: MAX_NAME_LENGTH })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(MAX_NAME_LENGTH)
+  name!: string;
+
+  @ApiPropertyOptional({ maxLength: MAX_TEXT_LENGTH, description: 'Required unless `instructions_html` is provided.' })
+  @ValidateIf((object: AgentCreateDto) => object.instructions_html === undefined || object.instructions_html === null || object.instructions !== undefined)
+  @IsString({ message: 'instructions is required unless instructions_html is provided, and must be a string' })
+  @MaxLength(MAX_TEXT_LENGTH)
+  instructions?: string;
+
+  @ApiPropertyOptional({ maxLength: MAX_TEXT_LENGTH })
+  @OmittableNotNull()
+  @IsString()
+  @MaxLength(MAX_TEXT_LENGTH)
+  instructions_html?: string;
+}
+
+export class AgentUpdateDto extends AgentWritableFields {
+  @ApiPropertyOptional({ pattern: HANDLE_PATTERN.source, maxLength: MAX_HANDLE_LENGTH })
+  @OmittableNotNull()
+  @IsString()
+  @MaxLength(MAX_HANDLE_LENGTH)
+  @Matches(HANDLE_PATTERN, { message: 'handle must start with a letter and contain only letters and digits' })
+  handle?: string;
+
+  @ApiPropertyOptional({ maxLength: MAX_NAME_LENGTH })
+  @OmittableNotNull()
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(MAX_NAME_LENGTH)
+  name?: string;
+
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: MAX_TEXT_LENGTH, description: 'May be cleared only while `instructions_html` is set.' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(MAX_TEXT_LENGTH)
+  instructions?: string | null;
+
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: MAX_TEXT_LENGTH, description: 'May be cleared only while `instructions` is set.' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(MAX_TEXT_LENGTH)
+  instructions_html?: string | null;
+
+  @ApiPropertyOptional({ description: 'Activation guard and cascades: see "States and transitions".' })
+  @OmittableNotNull()
+  @IsBoolean()
+  is_active?: boolean;
+
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: 500, description: 'Set or cleared by the system on cascade events; may be set manually for diagnostics.' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(500)
+  deactivated_reason?: string | null;
+
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true })
+  @IsOptional()
+  @IsISO8601({ strict: true }, { message: 'deactivated_at must be an ISO 8601 date-time' })
+  deactivated_at?: string | null;
+}
+
+export class AgentDeletedDto {
+  @ApiProperty({ example: 'agent_0123456789abcdef01234567' }) id!: string;
+  @ApiProperty({ enum: [true] }) deleted!: true;
+}

@@ -1,0 +1,27 @@
+import { Module } from '@nestjs/common';
+import { AgentCascadeRepository } from './agent-cascade.repository';
+import { AgentReferencesRepository } from './agent-references.repository';
+import { AgentsTrashRepository } from './agents-trash.repository';
+import { AgentsTrashScheduler } from './agents-trash.scheduler';
+import { AgentsTrashService } from './agents-trash.service';
+import { AgentsController } from './agents.controller';
+import { AgentsFixtureSection } from './agents.fixtures';
+import { AgentsRepository } from './agents.repository';
+import { AgentsService } from './agents.service';
+
+@Module({
+  controllers: [AgentsController],
+  providers: [
+    AgentsRepository,
+    AgentReferencesRepository,
+    AgentCascadeRepository,
+    AgentsTrashRepository,
+    AgentsService,
+    AgentsTrashService,
+    AgentsTrashScheduler,
+    AgentsFixtureSection,
+  ],
+  // the CLI's `trash purge` runs AgentsTrashService.purgeExpiredTrash once
+  exports: [AgentsService, AgentsTrashService],
+})
+export class AgentsModule {}

@@ -1,0 +1,116 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { and, count, desc, eq, isNull, lt, sql } from 'drizzle-orm';
+import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { agents, orgs, type OrgLimits } from '../database/schema';
+import type { AgentRow } from './agents.mapper';
+
+export type NewAgentRow = typeof agents.$inferInsert;
+export type AgentChanges = Partial<Omit<NewAgentRow, 'id' | 'orgId' | 'createdAt' | 'deletedAt'>>;
+
+/** Agents of one organization; soft-deleted agents are invisible to every method but the fixture upsert. */
+@Injectable()
+export class AgentsRepository {
+  private readonly liveById;
+  private readonly firstPage;
+  private readonly nextPage;
+
+  constructor(@Inject(DATABASE) private readonly db: Database) {
+    const live = (orgId: unknown) => and(eq(agents.orgId, orgId as string), isNull(agents.deletedAt));
+    this.liveById = db
+      .select()
+      .from(agents)
+      .where(and(live(sql.placeholder('orgId')), eq(agents.id, sql.placeholder('id'))))
+      .prepare('agents_live_by_id');
+    this.firstPage = db
+      .select()
+      .from(agents)
+      .where(live(sql.placeholder('orgId')))
+      .orderBy(desc(agents.id))
+      .limit(sql.placeholder('fetch'))
+      .prepare('agents_first_page');
+    this.nextPage = db
+      .select()
+      .from(agents)
+      .where(and(live(sql.placeholder('orgId')), lt(agents.id, sql.placeholder('afterId'))))
+      .orderBy(desc(agents.id))
+      .limit(sql.placeholder('fetch'))
+      .prepare('agents_next_page');
+  }
+
+  async findLive(orgId: string, id: string): Promise<AgentRow | null> {
+    const [row] = await this.liveById.execute({ orgId, id });
+    return row ?? null;
+  }
+
+  /** Newest first (ids start with their creation time); `fetch` is limit + 1. */
+  listLive(orgId: string, afterId: string | null, fetch: number): Promise<AgentRow[]> {
+    return afterId === null ? this.firstPage.execute({ orgId, fetch }) : this.nextPage.execute({ orgId, afterId, fetch });
+  }
+
+  /** Locks a live agent for the rest of the transaction, so concurrent PATCH/DELETE of it run one after the other. */
+  async lockLive(tx: DbOrTx, orgId: string, id: string): Promise<AgentRow | null> {
+    const [row] = await tx
+      .select()
+      .from(agents)
+      .where(and(eq(agents.orgId, orgId), eq(agents.id, id), isNull(agents.deletedAt)))
+      .for('update');
+    return row ?? null;
+  }
+
+  /**
+   * The organization's plan caps, with its row locked: concurrent creates in
+   * one organization queue here, so the `limits.agents` count cannot be raced.
+   */
+  async lockOrgLimits(tx: DbOrTx, orgId: string): Promise<OrgLimits | null> {
+    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('update');
+    return row?.limits ?? null;
+  }
+
+  async orgLimits(tx: DbOrTx, orgId: string): Promise<OrgLimits | null> {
+    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId));
+    return row?.limits ?? null;
+  }
+
+  async countLive(tx: DbOrTx, orgId: string): Promise<number> {
+    const [row] = await tx
+      .select({ n: count() })
+      .from(agents)
+      .where(and(eq(agents.orgId, orgId), isNull(agents.deletedAt)));
+    return Number(row?.n ?? 0);
+  }
+
+  async insert(tx: DbOrTx, orgId: string, row: NewAgentRow): Promise<AgentRow> {
+    const [created] = await tx
+      .insert(agents)
+      .values({ ...row, orgId })
+      .returning();
+    return created;
+  }
+
+  async update(tx: DbOrTx, orgId: string, id: string, changes: AgentChanges): Promise<AgentRow> {
+    const [updated] = await tx
+      .update(agents)
+      .set(changes)
+      .where(and(eq(agents.orgId, orgId), eq(agents.id, id), isNull(agents.deletedAt)))
+      .returning();
+    return updated;
+  }
+
+  async softDelete(tx: DbOrTx, orgId: string, id: string, now: Date): Promise<void> {
+    await tx
+      .update(agents)
+      .set({ deletedAt: now, updatedAt: now })
+      .where(and(eq(agents.orgId, orgId), eq(agents.id, id), isNull(agents.deletedAt)));
+  }
+
+  /** Fixture load: upsert by id, never touching another organization's row. */
+  async upsertMany(orgId: string, rows: NewAgentRow[], tx: DbOrTx = this.db): Promise<void> {
+    for (const row of rows) {
+      const { id: _id, orgId: _org, ...changes } = row;
+      await tx
+        .insert(agents)
+        .values({ ...row, orgId })
+        .onConflictDoUpdate({ target: agents.id, set: changes, setWhere: eq(agents.orgId, orgId) });
+    }
+  }
+}
