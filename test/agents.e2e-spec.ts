@@ -202,7 +202,7 @@ describe('GET /agents lists newest first with cursor pagination', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const res = await t.http
+      const res: { status: number; body: { data: Array<{ id: string }>; meta: { next_cursor: string | null } } } = await t.http
         .get('/api/v1/agents')
         .query({ limit: 2, ...(cursor ? { cursor } : {}) })
         .set('Authorization', org.auth);

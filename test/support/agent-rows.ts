@@ -86,3 +86,12 @@ export async function readAgentRow(t: TestApp, orgId: string, id: string): Promi
 export async function setAgentDeletedAt(t: TestApp, id: string, deletedAt: Date | null): Promise<void> {
   await t.connection.db.update(schema.agents).set({ deletedAt }).where(eq(schema.agents.id, id));
 }
+
+export async function setConnectorStatus(t: TestApp, id: string, status: string): Promise<void> {
+  await t.connection.db.update(schema.connectors).set({ status }).where(eq(schema.connectors.id, id));
+}
+
+/** Writes `sub_agents` directly, e.g. to point at agents that have since been trashed. */
+export async function setSubAgents(t: TestApp, id: string, subAgents: string[]): Promise<void> {
+  await t.connection.db.update(schema.agents).set({ subAgents }).where(eq(schema.agents.id, id));
+}
