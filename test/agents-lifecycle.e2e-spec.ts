@@ -244,7 +244,8 @@ describe('trash purge: agents soft-deleted more than 30 days ago are hard-delete
   }
 
   it('purges the 31-day-old agent with its triggers and chatbots, keeps the 29-day-old one, and cleans sub_agents', async () => {
-    const now = new Date('2031-03-15T12:00:00.000Z');
+    // real time: other test files' trash (deleted just now) is never old enough to be swept up on a shared database
+    const now = new Date();
     const org = await createOrg(t.app);
     const old = await trashed(org, 31, now);
     const young = await trashed(org, 29, now);
@@ -256,7 +257,7 @@ describe('trash purge: agents soft-deleted more than 30 days ago are hard-delete
     const orphanTrigger = await insertTrigger(t, org.orgId, null, { event: 'svc.custom_trigger' });
 
     const result = await t.app.get(AgentsTrashService).purgeExpiredTrash(now);
-    expect(result).toMatchObject({ deleted_before: '2031-02-13T12:00:00.000Z', skipped: false });
+    expect(result).toMatchObject({ deleted_before: new Date(now.getTime() - 30 * DAY).toISOString(), skipped: false });
     expect(result.agents).toBeGreaterThanOrEqual(1);
 
     expect(await readAgentRow(t, org.orgId, old.agent.id)).toBeUndefined();
@@ -284,7 +285,7 @@ describe('trash purge: agents soft-deleted more than 30 days ago are hard-delete
   });
 
   it('works in batches and is idempotent', async () => {
-    const now = new Date('2032-06-01T00:00:00.000Z');
+    const now = new Date();
     const org = await createOrg(t.app);
     const old = [];
     for (let i = 0; i < 5; i++) old.push(await trashed(org, 40, now));
@@ -298,7 +299,7 @@ describe('trash purge: agents soft-deleted more than 30 days ago are hard-delete
   });
 
   it('two purges running at once delete everything exactly once and never fail', async () => {
-    const now = new Date('2033-01-01T00:00:00.000Z');
+    const now = new Date();
     const org = await createOrg(t.app);
     const old = [];
     for (let i = 0; i < 4; i++) old.push(await trashed(org, 45, now));

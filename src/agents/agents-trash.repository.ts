@@ -11,6 +11,9 @@ export interface ExpiredAgent {
   orgId: string;
 }
 
+const idsOf = (agents: ExpiredAgent[]) => agents.map((agent) => agent.id);
+const orgIdsOf = (agents: ExpiredAgent[]) => [...new Set(agents.map((agent) => agent.orgId))];
+
 /**
  * The SQL of the trash purge. It is a system job that crosses organizations:
  * it selects by `deleted_at` only, then works on the ids it selected (ids are
@@ -37,7 +40,8 @@ export class AgentsTrashRepository {
   }
 
   /** Removes the purged ids from every other agent's `sub_agents`, keeping the order of the rest (GIN index on sub_agents). */
-  async removeFromSubAgents(tx: DbOrTx, ids: string[], now: Date): Promise<number> {
+  async removeFromSubAgents(tx: DbOrTx, expired: ExpiredAgent[], now: Date): Promise<number> {
+    const ids = idsOf(expired);
     const purged = sql`${sql.param(ids)}::text[]`;
     const updated = await tx
       .update(agents)
@@ -45,22 +49,30 @@ export class AgentsTrashRepository {
         subAgents: sql`array(select s from unnest(${agents.subAgents}) with ordinality as u(s, n) where not (s = any(${purged})) order by n)`,
         updatedAt: now,
       })
-      .where(and(sql`${agents.subAgents} && ${purged}`, not(inArray(agents.id, ids))))
+      .where(and(inArray(agents.orgId, orgIdsOf(expired)), sql`${agents.subAgents} && ${purged}`, not(inArray(agents.id, ids))))
       .returning({ id: agents.id });
     return updated.length;
   }
 
-  async deleteTriggersOf(tx: DbOrTx, agentIds: string[]): Promise<number> {
-    const deleted = await tx.delete(triggers).where(inArray(triggers.agentId, agentIds)).returning({ id: triggers.id });
+  /** `org_id` too, so the (org_id, agent_id) index serves the lookup. */
+  async deleteTriggersOf(tx: DbOrTx, purged: ExpiredAgent[]): Promise<number> {
+    const deleted = await tx
+      .delete(triggers)
+      .where(and(inArray(triggers.orgId, orgIdsOf(purged)), inArray(triggers.agentId, idsOf(purged))))
+      .returning({ id: triggers.id });
     return deleted.length;
   }
 
-  async deleteChatbotsOf(tx: DbOrTx, agentIds: string[]): Promise<number> {
-    const deleted = await tx.delete(chatbots).where(inArray(chatbots.agentId, agentIds)).returning({ id: chatbots.id });
+  async deleteChatbotsOf(tx: DbOrTx, purged: ExpiredAgent[]): Promise<number> {
+    const deleted = await tx
+      .delete(chatbots)
+      .where(and(inArray(chatbots.orgId, orgIdsOf(purged)), inArray(chatbots.agentId, idsOf(purged))))
+      .returning({ id: chatbots.id });
     return deleted.length;
   }
 
-  async deleteAgents(tx: DbOrTx, ids: string[]): Promise<number> {
+  async deleteAgents(tx: DbOrTx, expired: ExpiredAgent[]): Promise<number> {
+    const ids = idsOf(expired);
     const deleted = await tx
       .delete(agents)
       .where(and(inArray(agents.id, ids), isNotNull(agents.deletedAt)))

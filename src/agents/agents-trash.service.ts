@@ -56,11 +56,10 @@ export class AgentsTrashService {
         if (!(await this.repository.tryLockPurge(tx))) return null;
         const expired = await this.repository.selectExpired(tx, deletedBefore, batchSize);
         if (expired.length === 0) return { agents: 0, triggers: 0, chatbots: 0, agentsUpdated: 0, selected: 0 };
-        const ids = expired.map((agent) => agent.id);
-        const agentsUpdated = await this.repository.removeFromSubAgents(tx, ids, now);
-        const triggers = await this.repository.deleteTriggersOf(tx, ids);
-        const chatbots = await this.repository.deleteChatbotsOf(tx, ids);
-        const agents = await this.repository.deleteAgents(tx, ids);
+        const agentsUpdated = await this.repository.removeFromSubAgents(tx, expired, now);
+        const triggers = await this.repository.deleteTriggersOf(tx, expired);
+        const chatbots = await this.repository.deleteChatbotsOf(tx, expired);
+        const agents = await this.repository.deleteAgents(tx, expired);
         return { agents, triggers, chatbots, agentsUpdated, selected: expired.length };
       });
       if (batch === null) {
@@ -75,7 +74,7 @@ export class AgentsTrashService {
       result.agents_updated += batch.agentsUpdated;
       if (batch.selected < batchSize) break;
     }
-    this.logger.info({ ...result }, 'agent trash purged');
+    this.logger[result.agents > 0 ? 'info' : 'debug']({ ...result }, 'agent trash purged');
     return result;
   }
 }
