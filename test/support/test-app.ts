@@ -50,7 +50,12 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}): Promise
     },
   });
   const config = loadConfig(
-    { DATABASE_URL: process.env.DATABASE_URL, LOG_LEVEL: 'info' },
+    {
+      DATABASE_URL: process.env.DATABASE_URL,
+      LOG_LEVEL: 'info',
+      CURSOR_SECRET: 'test-cursor-secret-0123456789',
+      ENCRYPTION_KEY: TEST_ENCRYPTION_KEY.toString('base64'),
+    },
     {
       pgliteDir: 'memory',
       cursorSecret: 'test-cursor-secret-0123456789',
