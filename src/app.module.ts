@@ -4,6 +4,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { ApiKeyGuard } from './auth/api-key.guard';
 import { AuthModule } from './auth/auth.module';
 import { CoreModule } from './common/core.module';
+import { CustomToolsModule } from './custom-tools/custom-tools.module';
 import { EnvelopeInterceptor } from './common/envelope';
 import { ErrorEnvelopeFilter } from './common/error.filter';
 import type { AppLogger } from './common/logger';
@@ -14,6 +15,7 @@ import { DatabaseModule } from './database/database.module';
 import { FixturesModule } from './fixtures/fixtures.module';
 import { MetaModule } from './meta/meta.module';
 import { OrgsModule } from './orgs/orgs.module';
+import { SourcesModule } from './sources/sources.module';
 import { TeamModule } from './team/team.module';
 
 export interface AppModuleOptions {
@@ -39,6 +41,8 @@ export class AppModule {
         FixturesModule,
         OrgsModule,
         TeamModule,
+        CustomToolsModule,
+        SourcesModule,
       ],
       providers: [
         { provide: APP_GUARD, useExisting: ApiKeyGuard },
