@@ -60,10 +60,12 @@ export class CustomToolsRepository {
   /**
    * Locks the organization row for the rest of the transaction: creates of
    * one organization run one at a time, so the plan cap and the generated
-   * name cannot be raced past.
+   * name cannot be raced past. `no key update` rather than `update`: it
+   * serializes these creates without blocking the foreign-key checks of other
+   * inserts into the organization's tables.
    */
   async lockOrgLimits(orgId: string, tx: DbOrTx): Promise<OrgLimits | null> {
-    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('update');
+    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('no key update');
     return row?.limits ?? null;
   }
 

@@ -69,7 +69,7 @@ export class SourcesRepository {
 
   /** Locks the organization row: creates of one organization run one at a time, so the cap holds. */
   async lockOrgLimits(orgId: string, tx: DbOrTx): Promise<OrgLimits | null> {
-    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('update');
+    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('no key update');
     return row?.limits ?? null;
   }
 
