@@ -22,15 +22,6 @@ export class SourceDto {
   @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) updated_at?: string | null;
 }
 
-export class SourceConfigDoc {
-  @ApiProperty({ description: 'absolute http(s) URL; required for website and webpage' }) url!: string;
-  @ApiPropertyOptional({
-    default: false,
-    description: 'when true the content is chunked and embedded and becomes searchable through the `search_knowledge` tool',
-  })
-  indexed?: boolean;
-}
-
 /**
  * `type` is checked by the service before the other fields, so that `upload`
  * answers 409 and `connector` 422 whatever else the body holds.
@@ -49,7 +40,16 @@ export class CreateSourceDto {
   name?: string;
 
   @ApiPropertyOptional({
-    type: SourceConfigDoc,
+    type: 'object',
+    properties: {
+      url: { type: 'string', description: 'absolute http(s) URL; required for website and webpage' },
+      indexed: {
+        type: 'boolean',
+        default: false,
+        description: 'when true the content is chunked and embedded and becomes searchable through the `search_knowledge` tool',
+      },
+    },
+    required: ['url'],
     additionalProperties: true,
     description: 'type-specific; additional keys allowed (at most 8 KiB as JSON, nested at most 5 levels)',
   })
