@@ -5,6 +5,7 @@ import { AgentsModule } from './agents/agents.module';
 import { ApiKeyGuard } from './auth/api-key.guard';
 import { AuthModule } from './auth/auth.module';
 import { CoreModule } from './common/core.module';
+import { CustomToolsModule } from './custom-tools/custom-tools.module';
 import { EnvelopeInterceptor } from './common/envelope';
 import { ErrorEnvelopeFilter } from './common/error.filter';
 import type { AppLogger } from './common/logger';
@@ -15,6 +16,7 @@ import { DatabaseModule } from './database/database.module';
 import { FixturesModule } from './fixtures/fixtures.module';
 import { MetaModule } from './meta/meta.module';
 import { OrgsModule } from './orgs/orgs.module';
+import { SourcesModule } from './sources/sources.module';
 import { TeamModule } from './team/team.module';
 
 export interface AppModuleOptions {
@@ -41,6 +43,8 @@ export class AppModule {
         OrgsModule,
         TeamModule,
         AgentsModule,
+        CustomToolsModule,
+        SourcesModule,
       ],
       providers: [
         { provide: APP_GUARD, useExisting: ApiKeyGuard },

@@ -1,0 +1,87 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiHeader, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { Auth, RequireScope } from '../auth/auth.decorators';
+import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
+import type { Page } from '../common/envelope';
+import { ApiEnvelope, ApiErrors } from '../common/openapi';
+import { PaginationQuery } from '../common/pagination';
+import type { AuthContext } from '../common/request-context';
+import { CreateCustomToolDto, CustomToolDto, UpdateCustomToolDto } from './custom-tools.dto';
+import { CustomToolsService } from './custom-tools.service';
+
+const TOOL_ID = { name: 'id', description: '`tool_<24 hex>`', schema: { type: 'string', pattern: '^tool_[a-f0-9]{24}$' } } as const;
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key',
+  required: false,
+  description: '1 to 128 ASCII characters; a retry with the same key and body returns the stored response.',
+  schema: { type: 'string', minLength: 1, maxLength: 128 },
+} as const;
+
+@ApiTags('Custom tools')
+@Controller('custom_tools')
+export class CustomToolsController {
+  constructor(private readonly tools: CustomToolsService) {}
+
+  @Get()
+  @RequireScope('custom_tools:read')
+  @ApiOperation({ operationId: 'listCustomTools', summary: 'Custom tools, newest first' })
+  @ApiEnvelope(CustomToolDto, { list: true })
+  @ApiErrors(422)
+  listCustomTools(@Auth() auth: AuthContext, @Query() query: PaginationQuery): Promise<Page<CustomToolDto>> {
+    return this.tools.listCustomTools(auth.orgId, query);
+  }
+
+  @Post()
+  @RequireScope('custom_tools:write')
+  @ApiOperation({
+    operationId: 'createCustomTool',
+    summary: 'Create a custom tool',
+    description: '`name` is generated from `label`. Credentials are encrypted at rest and never returned. Plan cap: `limits.custom_tool_slots`.',
+  })
+  @ApiHeader(IDEMPOTENCY_KEY)
+  @ApiEnvelope(CustomToolDto, { status: 201 })
+  @ApiErrors(409, 422)
+  createCustomTool(@Auth() auth: AuthContext, @Body() body: CreateCustomToolDto): Promise<CustomToolDto> {
+    return this.tools.createCustomTool(auth.orgId, body);
+  }
+
+  @Get(':id')
+  @RequireScope('custom_tools:read')
+  @ApiOperation({ operationId: 'getCustomTool', summary: 'Fetch a custom tool' })
+  @ApiParam(TOOL_ID)
+  @ApiEnvelope(CustomToolDto)
+  @ApiErrors(404)
+  getCustomTool(@Auth() auth: AuthContext, @Param('id') id: string): Promise<CustomToolDto> {
+    return this.tools.getCustomTool(auth.orgId, id);
+  }
+
+  @Patch(':id')
+  @RequireScope('custom_tools:write')
+  @ApiOperation({
+    operationId: 'updateCustomTool',
+    summary: 'Update a custom tool',
+    description: 'Omitted fields are unchanged; `name` cannot be changed. Sending `auth.credentials` rotates them; omitting them keeps them.',
+  })
+  @ApiParam(TOOL_ID)
+  @ApiHeader(IDEMPOTENCY_KEY)
+  @ApiEnvelope(CustomToolDto)
+  @ApiErrors(404, 409, 422)
+  updateCustomTool(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: UpdateCustomToolDto): Promise<CustomToolDto> {
+    return this.tools.updateCustomTool(auth.orgId, id, body);
+  }
+
+  @Delete(':id')
+  @HttpCode(200)
+  @RequireScope('custom_tools:delete')
+  @ApiOperation({
+    operationId: 'deleteCustomTool',
+    summary: 'Delete a custom tool (hard delete)',
+    description: 'No trash. The tool is also removed from every agent\'s `tools` array in the organization.',
+  })
+  @ApiParam(TOOL_ID)
+  @ApiEnvelope(DeleteAcknowledgementDto)
+  @ApiErrors(404)
+  deleteCustomTool(@Auth() auth: AuthContext, @Param('id') id: string): Promise<DeleteAcknowledgementDto> {
+    return this.tools.deleteCustomTool(auth.orgId, id);
+  }
+}

@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { CustomToolsController } from './custom-tools.controller';
+import { CustomToolsFixtureSection } from './custom-tools.fixtures';
+import { CustomToolsRepository } from './custom-tools.repository';
+import { CustomToolsService } from './custom-tools.service';
+
+@Module({
+  controllers: [CustomToolsController],
+  providers: [CustomToolsRepository, CustomToolsService, CustomToolsFixtureSection],
+})
+export class CustomToolsModule {}

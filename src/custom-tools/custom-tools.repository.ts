@@ -1,0 +1,146 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { and, count, desc, eq, lt, sql } from 'drizzle-orm';
+import type { PageRequest } from '../common/pagination';
+import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { agents, customTools, orgs, type OrgLimits } from '../database/schema';
+import type { CustomToolRow } from './custom-tools.mapper';
+
+export type NewCustomToolRow = typeof customTools.$inferInsert;
+export type CustomToolChanges = Partial<Omit<NewCustomToolRow, 'id' | 'orgId' | 'name' | 'createdAt'>>;
+
+@Injectable()
+export class CustomToolsRepository {
+  private readonly byId;
+  private readonly firstPage;
+  private readonly nextPage;
+
+  constructor(@Inject(DATABASE) private readonly db: Database) {
+    this.byId = db
+      .select()
+      .from(customTools)
+      .where(and(eq(customTools.orgId, sql.placeholder('orgId')), eq(customTools.id, sql.placeholder('id'))))
+      .prepare('custom_tools_by_id');
+    this.firstPage = db
+      .select()
+      .from(customTools)
+      .where(eq(customTools.orgId, sql.placeholder('orgId')))
+      .orderBy(desc(customTools.id))
+      .limit(sql.placeholder('fetch'))
+      .prepare('custom_tools_first_page');
+    this.nextPage = db
+      .select()
+      .from(customTools)
+      .where(and(eq(customTools.orgId, sql.placeholder('orgId')), lt(customTools.id, sql.placeholder('afterId'))))
+      .orderBy(desc(customTools.id))
+      .limit(sql.placeholder('fetch'))
+      .prepare('custom_tools_next_page');
+  }
+
+  async findById(orgId: string, id: string): Promise<CustomToolRow | null> {
+    const [row] = await this.byId.execute({ orgId, id });
+    return row ?? null;
+  }
+
+  listPage(orgId: string, page: PageRequest): Promise<CustomToolRow[]> {
+    return page.afterId === null
+      ? this.firstPage.execute({ orgId, fetch: page.fetch })
+      : this.nextPage.execute({ orgId, afterId: page.afterId, fetch: page.fetch });
+  }
+
+  /** Row-locks the tool for a read-modify-write (concurrent PATCHes apply one after the other). */
+  async findForUpdate(orgId: string, id: string, tx: DbOrTx): Promise<CustomToolRow | null> {
+    const [row] = await tx
+      .select()
+      .from(customTools)
+      .where(and(eq(customTools.orgId, orgId), eq(customTools.id, id)))
+      .for('update');
+    return row ?? null;
+  }
+
+  /**
+   * Locks the organization row for the rest of the transaction: creates of
+   * one organization run one at a time, so the plan cap and the generated
+   * name cannot be raced past. `no key update` rather than `update`: it
+   * serializes these creates without blocking the foreign-key checks of other
+   * inserts into the organization's tables.
+   */
+  async lockOrgLimits(orgId: string, tx: DbOrTx): Promise<OrgLimits | null> {
+    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('no key update');
+    return row?.limits ?? null;
+  }
+
+  async countByOrg(orgId: string, tx: DbOrTx = this.db): Promise<number> {
+    const [row] = await tx.select({ n: count() }).from(customTools).where(eq(customTools.orgId, orgId));
+    return Number(row?.n ?? 0);
+  }
+
+  /** Names of the organization equal to `base` or `base_<n>` (base is [a-z0-9_] only, safe in a regex). */
+  async namesWithBase(orgId: string, base: string, tx: DbOrTx = this.db): Promise<string[]> {
+    const rows = await tx
+      .select({ name: customTools.name })
+      .from(customTools)
+      .where(and(eq(customTools.orgId, orgId), sql`${customTools.name} ~ ${`^${base}(_[0-9]+)?$`}`));
+    return rows.map((row) => row.name);
+  }
+
+  async findIdByName(orgId: string, name: string, tx: DbOrTx): Promise<string | null> {
+    const [row] = await tx
+      .select({ id: customTools.id })
+      .from(customTools)
+      .where(and(eq(customTools.orgId, orgId), eq(customTools.name, name)));
+    return row?.id ?? null;
+  }
+
+  async insert(row: NewCustomToolRow, tx: DbOrTx = this.db): Promise<CustomToolRow> {
+    const [created] = await tx.insert(customTools).values(row).returning();
+    return created;
+  }
+
+  async update(orgId: string, id: string, changes: CustomToolChanges, tx: DbOrTx = this.db): Promise<CustomToolRow | null> {
+    const [row] = await tx
+      .update(customTools)
+      .set({ ...changes, updatedAt: new Date() })
+      .where(and(eq(customTools.orgId, orgId), eq(customTools.id, id)))
+      .returning();
+    return row ?? null;
+  }
+
+  /** Hard delete; returns the deleted tool's name, or null when there was none. */
+  async deleteReturningName(orgId: string, id: string, tx: DbOrTx = this.db): Promise<string | null> {
+    const [row] = await tx
+      .delete(customTools)
+      .where(and(eq(customTools.orgId, orgId), eq(customTools.id, id)))
+      .returning({ name: customTools.name });
+    return row?.name ?? null;
+  }
+
+  /**
+   * Removes every `{ name }` tool reference from every agent of the
+   * organization, soft-deleted ones included (they may be restored). Returns
+   * how many agents changed.
+   */
+  async removeToolFromAgents(orgId: string, name: string, tx: DbOrTx = this.db): Promise<number> {
+    const rows = await tx
+      .update(agents)
+      .set({
+        tools: sql`coalesce((select jsonb_agg(ref.value order by ref.ordinality) from jsonb_array_elements(${agents.tools}) with ordinality as ref(value, ordinality) where ref.value->>'name' is distinct from ${name}), '[]'::jsonb)`,
+        updatedAt: new Date(),
+      })
+      .where(and(eq(agents.orgId, orgId), sql`${agents.tools} @> ${JSON.stringify([{ name }])}::jsonb`))
+      .returning({ id: agents.id });
+    return rows.length;
+  }
+
+  /**
+   * Fixture upsert by id, scoped to the organization. `keepName`: a name the
+   * fixture did not spell out never renames an existing tool (names are immutable).
+   */
+  async upsert(row: NewCustomToolRow, tx: DbOrTx = this.db, options: { keepName?: boolean } = {}): Promise<void> {
+    const { id: _id, orgId, name, ...rest } = row;
+    const changes = options.keepName ? rest : { ...rest, name };
+    await tx
+      .insert(customTools)
+      .values(row)
+      .onConflictDoUpdate({ target: customTools.id, set: changes, setWhere: eq(customTools.orgId, orgId) });
+  }
+}

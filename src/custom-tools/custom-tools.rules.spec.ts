@@ -1,0 +1,43 @@
+import { firstFreeToolName, placeholderNames, resolveAuth, substituteForValidation, toolNameBase } from './custom-tools.rules';
+
+describe('toolNameBase', () => {
+  it('is custom_ plus a lower snake_case slug of the label', () => {
+    expect(toolNameBase('Zendesk Get Ticket')).toBe('custom_zendesk_get_ticket');
+    expect(toolNameBase('  --Weird__Label!!  ')).toBe('custom_weird_label');
+    expect(toolNameBase('Ça Marche')).toBe('custom_ca_marche');
+    expect(toolNameBase('!!!')).toBe('custom_tool');
+    expect(toolNameBase('a'.repeat(100)).length).toBe('custom_'.length + 48);
+  });
+});
+
+describe('firstFreeToolName', () => {
+  it('appends the first free numeric suffix', () => {
+    expect(firstFreeToolName('custom_x', [])).toBe('custom_x');
+    expect(firstFreeToolName('custom_x', ['custom_x'])).toBe('custom_x_2');
+    expect(firstFreeToolName('custom_x', ['custom_x', 'custom_x_2', 'custom_x_4'])).toBe('custom_x_3');
+  });
+});
+
+describe('body_template substitution for validation', () => {
+  it('replaces placeholders inside strings with text and bare ones with null', () => {
+    expect(substituteForValidation('{"a": "hi {{name}}", "b": {{count}}}')).toBe('{"a": "hi x", "b": null}');
+    expect(substituteForValidation('{"a": "quote \\" {{n}}", "b": {{ n }}}')).toBe('{"a": "quote \\" x", "b": null}');
+    expect(placeholderNames('{{a}} and {{ b }} and {{}}')).toEqual(['a', 'b', '']);
+  });
+});
+
+describe('resolveAuth', () => {
+  it('keeps credentials when the type is unchanged and none are sent', () => {
+    expect(resolveAuth({ type: 'bearer' }, { type: 'bearer', headerName: null })).toEqual({ kind: 'unchanged' });
+    expect(resolveAuth(undefined, { type: 'bearer', headerName: null })).toEqual({ kind: 'unchanged' });
+  });
+
+  it('never quotes a secret in a problem', () => {
+    const secret = 'super-secret-value';
+    const result = resolveAuth({ type: 'none', credentials: { token: secret } }, null);
+    expect(JSON.stringify(result)).not.toContain(secret);
+    const other = resolveAuth({ type: 'api_key', credentials: { apiKey: secret, header_name: 'bad header' } }, null);
+    expect(other.kind).toBe('invalid');
+    expect(JSON.stringify(other)).not.toContain(secret);
+  });
+});

@@ -1,0 +1,73 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiHeader, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { Auth, RequireScope } from '../auth/auth.decorators';
+import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
+import type { Page } from '../common/envelope';
+import { ApiEnvelope, ApiErrors } from '../common/openapi';
+import { PaginationQuery } from '../common/pagination';
+import type { AuthContext } from '../common/request-context';
+import { CreateSourceDto, SourceDto } from './sources.dto';
+import { SourcesService } from './sources.service';
+
+const SOURCE_ID = { name: 'id', description: '`source_<24 hex>`', schema: { type: 'string', pattern: '^source_[a-f0-9]{24}$' } } as const;
+
+@ApiTags('Sources')
+@Controller('sources')
+export class SourcesController {
+  constructor(private readonly sources: SourcesService) {}
+
+  @Get()
+  @RequireScope('sources:read')
+  @ApiOperation({ operationId: 'listSources', summary: 'Knowledge sources, newest first' })
+  @ApiEnvelope(SourceDto, { list: true })
+  @ApiErrors(422)
+  listSources(@Auth() auth: AuthContext, @Query() query: PaginationQuery): Promise<Page<SourceDto>> {
+    return this.sources.listSources(auth.orgId, query);
+  }
+
+  @Post()
+  @RequireScope('sources:write')
+  @ApiOperation({
+    operationId: 'createSource',
+    summary: 'Create a website or webpage source',
+    description:
+      '`type` = `upload` returns 409 (the singleton already exists); `type` = `connector` returns 422. New sources start in `sync_status` `fetching`. Plan cap: `limits.sources`.',
+  })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description: '1 to 128 ASCII characters; a retry with the same key and body returns the stored response.',
+    schema: { type: 'string', minLength: 1, maxLength: 128 },
+  })
+  @ApiEnvelope(SourceDto, { status: 201 })
+  @ApiErrors(409, 422)
+  createSource(@Auth() auth: AuthContext, @Body() body: CreateSourceDto): Promise<SourceDto> {
+    return this.sources.createSource(auth.orgId, body);
+  }
+
+  @Get(':id')
+  @RequireScope('sources:read')
+  @ApiOperation({ operationId: 'getSource', summary: 'Fetch a source' })
+  @ApiParam(SOURCE_ID)
+  @ApiEnvelope(SourceDto)
+  @ApiErrors(404)
+  getSource(@Auth() auth: AuthContext, @Param('id') id: string): Promise<SourceDto> {
+    return this.sources.getSource(auth.orgId, id);
+  }
+
+  @Delete(':id')
+  @HttpCode(200)
+  @RequireScope('sources:delete')
+  @ApiOperation({
+    operationId: 'deleteSource',
+    summary: 'Delete a source (irreversible)',
+    description:
+      "Removes every document of the source and the source reference from every agent's `data_sources`. Deleting the upload source empties it: a fresh upload source with a new id takes its place.",
+  })
+  @ApiParam(SOURCE_ID)
+  @ApiEnvelope(DeleteAcknowledgementDto)
+  @ApiErrors(404)
+  deleteSource(@Auth() auth: AuthContext, @Param('id') id: string): Promise<DeleteAcknowledgementDto> {
+    return this.sources.deleteSource(auth.orgId, id);
+  }
+}

@@ -1,0 +1,59 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsNotEmpty, IsObject, IsString, MaxLength, ValidateIf } from 'class-validator';
+
+export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
+export const CREATABLE_SOURCE_TYPES = ['website', 'webpage'] as const;
+export const SYNC_STATUSES = ['ready', 'fetching', 'syncing', 'error'] as const;
+
+/** Optional, but when present it may not be null. */
+const OptionalNonNull = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
+
+export class SourceDto {
+  @ApiProperty({ pattern: '^source_[a-f0-9]{24}$' }) id!: string;
+  @ApiProperty({ enum: SOURCE_TYPES }) type!: string;
+  @ApiProperty() name!: string;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) connector_id?: string | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) connector_type?: string | null;
+  @ApiProperty({ enum: SYNC_STATUSES }) sync_status!: string;
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) last_sync_at?: string | null;
+  @ApiPropertyOptional({ type: 'integer', nullable: true }) document_count?: number | null;
+  @ApiProperty() is_active!: boolean;
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) created_at?: string | null;
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) updated_at?: string | null;
+}
+
+/**
+ * `type` is checked by the service before the other fields, so that `upload`
+ * answers 409 and `connector` 422 whatever else the body holds.
+ */
+export class CreateSourceDto {
+  @ApiProperty({ enum: CREATABLE_SOURCE_TYPES, description: '`upload` → 409 (the singleton exists); `connector` → 422' })
+  @IsString()
+  @IsIn(SOURCE_TYPES, { message: 'type must be website or webpage' })
+  type!: string;
+
+  @ApiProperty({ description: 'display name', maxLength: 200 })
+  @OptionalNonNull()
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(200)
+  name?: string;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    properties: {
+      url: { type: 'string', description: 'absolute http(s) URL; required for website and webpage' },
+      indexed: {
+        type: 'boolean',
+        default: false,
+        description: 'when true the content is chunked and embedded and becomes searchable through the `search_knowledge` tool',
+      },
+    },
+    required: ['url'],
+    additionalProperties: true,
+    description: 'type-specific; additional keys allowed (at most 8 KiB as JSON, nested at most 5 levels)',
+  })
+  @OptionalNonNull()
+  @IsObject()
+  config?: Record<string, unknown>;
+}

@@ -1,0 +1,140 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Type } from 'class-transformer';
+import {
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsISO8601,
+  IsNotEmpty,
+  IsObject,
+  IsOptional,
+  IsString,
+  Matches,
+  MaxLength,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+import { newId } from '../../libs/ids/ids';
+import type { Transaction } from '../database/database.types';
+import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { SOURCE_TYPES, SYNC_STATUSES } from './sources.dto';
+import { SourcesRepository, UPLOAD_SOURCE_NAME, type NewDocumentRow, type NewSourceRow } from './sources.repository';
+import { sourceConfigProblems } from './sources.service';
+
+export class DocumentFixture {
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(128) id?: string;
+  @IsString() @IsNotEmpty() @MaxLength(500) name!: string;
+  @IsOptional() @IsISO8601() created_at?: string | null;
+}
+
+/** A Source as the API shows it, plus `config` and `documents` (operations.md). */
+export class SourceFixture {
+  @IsOptional() @Matches(/^source_[a-f0-9]{24}$/, { message: 'must be source_<24 lowercase hex>' }) id?: string;
+  @IsIn(SOURCE_TYPES) type!: string;
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) name?: string;
+  @IsOptional() @IsString() @MaxLength(64) connector_id?: string | null;
+  @IsOptional() @IsString() @MaxLength(64) connector_type?: string | null;
+  @IsOptional() @IsIn(SYNC_STATUSES) sync_status?: string;
+  @IsOptional() @IsISO8601() last_sync_at?: string | null;
+  @IsOptional() @IsInt() @Min(0) document_count?: number | null;
+  @IsOptional() @IsBoolean() is_active?: boolean;
+  @IsOptional() @IsObject() config?: Record<string, unknown>;
+  @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => DocumentFixture) documents?: DocumentFixture[];
+  @IsOptional() @IsISO8601() created_at?: string | null;
+  @IsOptional() @IsISO8601() updated_at?: string | null;
+}
+
+interface ParsedSource {
+  /** null id: the upload singleton without an id in the fixture, upserted onto the existing one */
+  source: Omit<NewSourceRow, 'id'> & { id: string | null };
+  documents: Array<Omit<NewDocumentRow, 'sourceId'>>;
+}
+
+@Injectable()
+export class SourcesFixtureSection implements FixtureSection<ParsedSource[]>, OnModuleInit {
+  readonly name = 'sources';
+  readonly order = 30;
+
+  constructor(
+    private readonly registry: FixtureRegistry,
+    private readonly repository: SourcesRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.registry.register(this);
+  }
+
+  parse(value: unknown, path: string, ctx: FixtureContext): ParsedSource[] {
+    const items = parseFixtureArray(SourceFixture, value, path);
+    let uploadIndex: number | null = null;
+    const parsed = items.map((item, index): ParsedSource => {
+      const at = `${path}[${index}]`;
+      if (item.type === 'upload') {
+        if (uploadIndex !== null) throw new FixtureError(`${at}.type`, `the upload source is a singleton; already given at ${path}[${uploadIndex}]`);
+        uploadIndex = index;
+      } else if (item.name === undefined) {
+        throw new FixtureError(`${at}.name`, 'is required');
+      }
+      if (item.config !== undefined) {
+        // the API's rules, except that `url` may be absent (the Source shape the API shows has no config)
+        const problems = sourceConfigProblems(item.config.url === undefined ? { ...item.config, url: 'https://placeholder.invalid/' } : item.config, `${at}.config`);
+        const [field] = Object.keys(problems);
+        if (field !== undefined) throw new FixtureError(field, problems[field][0]);
+      }
+      const createdAt = fixtureDate(item.created_at) ?? undefined;
+      const updatedAt = fixtureDate(item.updated_at) ?? createdAt;
+      const docs = (item.documents ?? []).map((doc) => {
+        const docCreated = fixtureDate(doc.created_at) ?? undefined;
+        return { id: doc.id ?? newId('document', docCreated), orgId: ctx.orgId, name: doc.name, ...(docCreated ? { createdAt: docCreated } : {}) };
+      });
+      declareIds(ctx, 'documents', docs.map((doc) => doc.id), `${at}.documents`);
+      return {
+        source: {
+          id: item.id ?? (item.type === 'upload' ? null : newId('source', createdAt)),
+          orgId: ctx.orgId,
+          type: item.type,
+          name: item.name ?? UPLOAD_SOURCE_NAME,
+          connectorId: item.connector_id ?? null,
+          connectorType: item.connector_type ?? null,
+          syncStatus: item.sync_status ?? 'ready',
+          lastSyncAt: fixtureDate(item.last_sync_at),
+          // as the sync pipeline reports it; without a value, the documents given (or none)
+          documentCount: item.document_count !== undefined ? item.document_count : item.documents ? docs.length : item.type === 'upload' ? 0 : null,
+          isActive: item.is_active ?? true,
+          config: item.type === 'website' || item.type === 'webpage' ? { ...item.config, indexed: item.config?.indexed ?? false } : (item.config ?? {}),
+          ...(createdAt ? { createdAt } : {}),
+          ...(updatedAt ? { updatedAt } : {}),
+        },
+        documents: docs,
+      };
+    });
+    declareIds(
+      ctx,
+      'sources',
+      parsed.flatMap((entry) => (entry.source.id ? [entry.source.id] : [])),
+      path,
+    );
+    return parsed;
+  }
+
+  async write(tx: Transaction, orgId: string, entries: ParsedSource[]): Promise<void> {
+    for (const { source, documents } of entries) {
+      let id = source.id;
+      if (source.type === 'upload') {
+        // the organization's upsert has already ensured a singleton: the fixture's upload source lands on it
+        const existing = await this.repository.findUpload(orgId, tx);
+        if (existing && id === null) id = existing.id;
+        else if (existing && existing.id !== id) await this.repository.deleteWithDocuments(orgId, existing.id, tx);
+        id ??= newId('source');
+      }
+      await this.repository.upsert({ ...source, id: id!, orgId }, tx);
+      await this.repository.upsertDocuments(
+        orgId,
+        documents.map((doc) => ({ ...doc, orgId, sourceId: id! })),
+        tx,
+      );
+    }
+  }
+}
+

@@ -1,0 +1,142 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { and, count, desc, eq, lt, ne, sql } from 'drizzle-orm';
+import { newId } from '../../libs/ids/ids';
+import type { PageRequest } from '../common/pagination';
+import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { agents, documents, orgs, sources, type OrgLimits } from '../database/schema';
+import type { SourceRow } from './sources.mapper';
+
+export type NewSourceRow = typeof sources.$inferInsert;
+export type NewDocumentRow = typeof documents.$inferInsert;
+
+export const UPLOAD_SOURCE_NAME = 'Uploaded files';
+
+@Injectable()
+export class SourcesRepository {
+  private readonly byId;
+  private readonly firstPage;
+  private readonly nextPage;
+
+  constructor(@Inject(DATABASE) private readonly db: Database) {
+    this.byId = db
+      .select()
+      .from(sources)
+      .where(and(eq(sources.orgId, sql.placeholder('orgId')), eq(sources.id, sql.placeholder('id'))))
+      .prepare('sources_by_id');
+    this.firstPage = db
+      .select()
+      .from(sources)
+      .where(eq(sources.orgId, sql.placeholder('orgId')))
+      .orderBy(desc(sources.id))
+      .limit(sql.placeholder('fetch'))
+      .prepare('sources_first_page');
+    this.nextPage = db
+      .select()
+      .from(sources)
+      .where(and(eq(sources.orgId, sql.placeholder('orgId')), lt(sources.id, sql.placeholder('afterId'))))
+      .orderBy(desc(sources.id))
+      .limit(sql.placeholder('fetch'))
+      .prepare('sources_next_page');
+  }
+
+  async findById(orgId: string, id: string): Promise<SourceRow | null> {
+    const [row] = await this.byId.execute({ orgId, id });
+    return row ?? null;
+  }
+
+  listPage(orgId: string, page: PageRequest): Promise<SourceRow[]> {
+    return page.afterId === null
+      ? this.firstPage.execute({ orgId, fetch: page.fetch })
+      : this.nextPage.execute({ orgId, afterId: page.afterId, fetch: page.fetch });
+  }
+
+  async findForUpdate(orgId: string, id: string, tx: DbOrTx): Promise<SourceRow | null> {
+    const [row] = await tx
+      .select()
+      .from(sources)
+      .where(and(eq(sources.orgId, orgId), eq(sources.id, id)))
+      .for('update');
+    return row ?? null;
+  }
+
+  async findUpload(orgId: string, tx: DbOrTx = this.db): Promise<SourceRow | null> {
+    const [row] = await tx
+      .select()
+      .from(sources)
+      .where(and(eq(sources.orgId, orgId), eq(sources.type, 'upload')));
+    return row ?? null;
+  }
+
+  /** Locks the organization row: creates of one organization run one at a time, so the cap holds. */
+  async lockOrgLimits(orgId: string, tx: DbOrTx): Promise<OrgLimits | null> {
+    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('no key update');
+    return row?.limits ?? null;
+  }
+
+  /** Sources that count against `limits.sources`: all but the upload singleton. */
+  async countCapped(orgId: string, tx: DbOrTx = this.db): Promise<number> {
+    const [row] = await tx
+      .select({ n: count() })
+      .from(sources)
+      .where(and(eq(sources.orgId, orgId), ne(sources.type, 'upload')));
+    return Number(row?.n ?? 0);
+  }
+
+  async insert(row: NewSourceRow, tx: DbOrTx = this.db): Promise<SourceRow> {
+    const [created] = await tx.insert(sources).values(row).returning();
+    return created;
+  }
+
+  /** A fresh, empty upload singleton (after the old one was deleted). */
+  async insertUploadSingleton(orgId: string, tx: DbOrTx): Promise<void> {
+    await tx
+      .insert(sources)
+      .values({ id: newId('source'), orgId, type: 'upload', name: UPLOAD_SOURCE_NAME, syncStatus: 'ready', documentCount: 0 })
+      .onConflictDoNothing({ target: sources.orgId, where: sql`${sources.type} = 'upload'` });
+  }
+
+  /** Deletes the source and its documents; returns false when there was no such source. */
+  async deleteWithDocuments(orgId: string, id: string, tx: DbOrTx): Promise<boolean> {
+    await tx.delete(documents).where(and(eq(documents.orgId, orgId), eq(documents.sourceId, id)));
+    const rows = await tx
+      .delete(sources)
+      .where(and(eq(sources.orgId, orgId), eq(sources.id, id)))
+      .returning({ id: sources.id });
+    return rows.length > 0;
+  }
+
+  /**
+   * Removes every `data_sources` entry naming the source from every agent of
+   * the organization, soft-deleted ones included. Returns how many changed.
+   */
+  async removeSourceFromAgents(orgId: string, sourceId: string, tx: DbOrTx): Promise<number> {
+    const rows = await tx
+      .update(agents)
+      .set({
+        dataSources: sql`coalesce((select jsonb_agg(ref.value order by ref.ordinality) from jsonb_array_elements(${agents.dataSources}) with ordinality as ref(value, ordinality) where ref.value->>'source_id' is distinct from ${sourceId}), '[]'::jsonb)`,
+        updatedAt: new Date(),
+      })
+      .where(and(eq(agents.orgId, orgId), sql`${agents.dataSources} @> ${JSON.stringify([{ source_id: sourceId }])}::jsonb`))
+      .returning({ id: agents.id });
+    return rows.length;
+  }
+
+  /** Fixture upsert by id, scoped to the organization. */
+  async upsert(row: NewSourceRow, tx: DbOrTx): Promise<void> {
+    const { id: _id, orgId, ...changes } = row;
+    await tx
+      .insert(sources)
+      .values(row)
+      .onConflictDoUpdate({ target: sources.id, set: changes, setWhere: eq(sources.orgId, orgId) });
+  }
+
+  async upsertDocuments(orgId: string, rows: NewDocumentRow[], tx: DbOrTx): Promise<void> {
+    for (const row of rows) {
+      const { id: _id, orgId: _org, ...changes } = row;
+      await tx
+        .insert(documents)
+        .values({ ...row, orgId })
+        .onConflictDoUpdate({ target: documents.id, set: changes, setWhere: eq(documents.orgId, orgId) });
+    }
+  }
+}

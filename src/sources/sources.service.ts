@@ -1,0 +1,129 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { newId, parseId } from '../../libs/ids/ids';
+import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
+import type { Page } from '../common/envelope';
+import { Paginator, type PaginationQuery } from '../common/pagination';
+import { outboundUrlProblem } from '../common/url-policy';
+import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
+import type { CreateSourceDto, SourceDto } from './sources.dto';
+import { mapSource } from './sources.mapper';
+import { SourcesRepository } from './sources.repository';
+
+export const MAX_CONFIG_BYTES = 8192;
+export const MAX_CONFIG_DEPTH = 5;
+
+function depthOf(value: unknown): number {
+  if (value === null || typeof value !== 'object') return 0;
+  const children = Array.isArray(value) ? value : Object.values(value);
+  return 1 + children.reduce<number>((max, child) => Math.max(max, depthOf(child)), 0);
+}
+
+/**
+ * `config` of a website or webpage source: `url` required under the shared
+ * outbound URL policy, `indexed` a boolean (default false), other keys kept
+ * but bounded in size and depth. `path` prefixes field names (fixtures).
+ */
+export function sourceConfigProblems(config: Record<string, unknown> | undefined, path = 'config'): FieldErrors {
+  const fields: FieldErrors = {};
+  if (config === undefined) return { [`${path}.url`]: ['is required for website and webpage sources'] };
+  if (Buffer.byteLength(JSON.stringify(config)) > MAX_CONFIG_BYTES) fields[path] = [`must be at most ${MAX_CONFIG_BYTES} bytes as JSON`];
+  else if (depthOf(config) > MAX_CONFIG_DEPTH) fields[path] = [`must be nested at most ${MAX_CONFIG_DEPTH} levels deep`];
+  if (config.url === undefined || config.url === null) fields[`${path}.url`] = ['is required for website and webpage sources'];
+  else if (typeof config.url !== 'string') fields[`${path}.url`] = ['must be a string'];
+  else {
+    const problem = outboundUrlProblem(config.url);
+    if (problem) fields[`${path}.url`] = [problem];
+  }
+  if (config.indexed !== undefined && typeof config.indexed !== 'boolean') fields[`${path}.indexed`] = ['must be a boolean'];
+  return fields;
+}
+
+@Injectable()
+export class SourcesService {
+  constructor(
+    @Inject(DATABASE) private readonly db: Database,
+    private readonly repository: SourcesRepository,
+    private readonly paginator: Paginator,
+  ) {}
+
+  async listSources(orgId: string, query: PaginationQuery): Promise<Page<SourceDto>> {
+    const request = this.paginator.request('sources', query);
+    const rows = await this.repository.listPage(orgId, request);
+    return this.paginator.page(rows, request).map(mapSource);
+  }
+
+  async getSource(orgId: string, rawId: string): Promise<SourceDto> {
+    const id = parseId('source', rawId);
+    const row = id ? await this.repository.findById(orgId, id) : null;
+    if (!row) throw ApiError.notFound('Source');
+    return mapSource(row);
+  }
+
+  async createSource(orgId: string, input: CreateSourceDto): Promise<SourceDto> {
+    // spec: the upload source is a per-organization singleton that already exists
+    if (input.type === 'upload') {
+      throw new ApiError(ErrorCode.Conflict, 'The upload source is a per-organization singleton that already exists.', { field: 'type' });
+    }
+    // spec: connector sources are created when the connector integration is added
+    if (input.type === 'connector') {
+      throw ApiError.field('type', 'connector sources are created when the connector integration is added; use website or webpage');
+    }
+    if (input.type !== 'website' && input.type !== 'webpage') throw ApiError.field('type', 'must be website or webpage');
+
+    const fields: FieldErrors = {};
+    if (input.name === undefined) fields.name = ['is required'];
+    Object.assign(fields, sourceConfigProblems(input.config));
+    if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
+
+    const row = await this.db.transaction(async (tx) => {
+      await this.enforceSourceCap(orgId, tx);
+      return this.repository.insert(
+        {
+          id: newId('source'),
+          orgId,
+          type: input.type,
+          name: input.name!,
+          syncStatus: 'fetching',
+          documentCount: null,
+          config: { ...input.config, indexed: input.config?.indexed ?? false },
+        },
+        tx,
+      );
+    });
+    return mapSource(row);
+  }
+
+  /**
+   * spec: irreversible; removes the source, its documents and every agent's
+   * `data_sources` entry naming it, in one transaction. Deleting the upload
+   * singleton empties it for good: its documents and references go with its
+   * id, and a fresh empty upload source (new id) takes its place, so the
+   * singleton still exists (POST type=upload keeps answering 409).
+   */
+  async deleteSource(orgId: string, rawId: string): Promise<DeleteAcknowledgementDto> {
+    const id = parseId('source', rawId);
+    if (!id) throw ApiError.notFound('Source');
+    await this.db.transaction(async (tx) => {
+      const row = await this.repository.findForUpdate(orgId, id, tx);
+      if (!row) throw ApiError.notFound('Source');
+      if (!(await this.repository.deleteWithDocuments(orgId, id, tx))) throw ApiError.notFound('Source');
+      await this.repository.removeSourceFromAgents(orgId, id, tx);
+      if (row.type === 'upload') await this.repository.insertUploadSingleton(orgId, tx);
+    });
+    return { id, deleted: true };
+  }
+
+  private async enforceSourceCap(orgId: string, tx: DbOrTx): Promise<void> {
+    const limits = await this.repository.lockOrgLimits(orgId, tx);
+    const cap = limits?.sources ?? null;
+    if (cap === null) return;
+    const used = await this.repository.countCapped(orgId, tx);
+    if (used >= cap) {
+      throw new ApiError(ErrorCode.ValidationFailed, `Plan limit reached: limits.sources allows ${cap} sources.`, {
+        fields: { 'limits.sources': [`plan allows at most ${cap} sources (the upload source does not count)`] },
+        limit: 'sources',
+      });
+    }
+  }
+}
