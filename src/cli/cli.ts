@@ -302,7 +302,8 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       logger,
       app: async () => {
         app ??= await NestFactory.createApplicationContext(AppModule.forRoot(config, logger), {
-          logger: new PinoNestLogger(logger),
+          // Nest logs a failed start before rethrowing it: the one-line message below says it already
+          logger: logger.isLevelEnabled('debug') ? new PinoNestLogger(logger) : false,
           abortOnError: false,
         });
         return app;
