@@ -35,7 +35,7 @@ export class CliError extends Error {
   }
 }
 
-const usageError = (message: string) => new CliError(message, 2, 'usage');
+export const usageError = (message: string) => new CliError(message, 2, 'usage');
 
 type OptionSpec = NonNullable<ParseArgsConfig['options']>;
 type OptionValues = Record<string, string | boolean | undefined>;
@@ -70,7 +70,7 @@ export interface CommandSpec {
   run(input: CommandInput): Promise<CommandOutput>;
 }
 
-function isoOption(name: string, value: string): Date {
+export function isoOption(name: string, value: string): Date {
   // a date-time with a zone, as the API writes them; a bare date means midnight UTC
   if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/.test(value) || Number.isNaN(Date.parse(value))) {
     throw usageError(`--${name} must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z, got "${value}"`);

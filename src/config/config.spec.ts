@@ -1,0 +1,60 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../common/package-root';
+import { ConfigError, loadConfig } from './config';
+
+/** `.env.example` as the shell would read it: KEY=value, optional double quotes, # comments. */
+function readEnvExample(): Record<string, string> {
+  const text = readFileSync(join(packageRoot(), '.env.example'), 'utf8');
+  const entries = text
+    .split('\n')
+    .filter((line) => /^[A-Z_]+=/.test(line))
+    .map((line) => {
+      const at = line.indexOf('=');
+      return [line.slice(0, at), line.slice(at + 1).replace(/^"(.*)"$/, '$1')] as const;
+    });
+  return Object.fromEntries(entries);
+}
+
+describe('.env.example lists every setting with its default', () => {
+  test('the same variable names as src/config/config.ts reads', () => {
+    const source = readFileSync(join(packageRoot(), 'src', 'config', 'config.ts'), 'utf8');
+    const read = new Set([...source.matchAll(/env(?:\.|, ')([A-Z][A-Z0-9_]+)/g)].map((match) => match[1]));
+    expect(Object.keys(readEnvExample()).sort()).toEqual([...read].sort());
+  });
+
+  test('its values are the defaults: loading it changes nothing', () => {
+    const example = readEnvExample();
+    const base = { PGLITE_DIR: 'memory' };
+    const fromExample = loadConfig({ ...example, ...base });
+    const defaults = loadConfig(base);
+    const { cursorSecret: _a, encryptionKey: _b, ...exampleRest } = fromExample;
+    const { cursorSecret: _c, encryptionKey: _d, ...defaultRest } = defaults;
+    expect(exampleRest).toEqual(defaultRest);
+    // the real default directory (without writing its secrets file: both secrets are given)
+    expect(loadConfig({}, { cursorSecret: 'c'.repeat(16), encryptionKey: Buffer.alloc(32) }).pgliteDir).toBe(example.PGLITE_DIR);
+  });
+});
+
+describe('a bad setting is a ConfigError naming it', () => {
+  test.each([
+    [{ PORT: 'abc' }, /PORT/],
+    [{ PORT: '-1' }, /PORT/],
+    [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
+    [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
+    [{ DATABASE_URL: 'postgres://x/db' }, /CURSOR_SECRET and ENCRYPTION_KEY/],
+    [{ DATABASE_URL: 'postgres://x/db', CURSOR_SECRET: 'c'.repeat(32) }, /ENCRYPTION_KEY must be set/],
+    [{ CURSOR_SECRET: 'short', ENCRYPTION_KEY: 'a'.repeat(64) }, /CURSOR_SECRET/],
+    [{ REDIS_URL: 'http://x' }, /REDIS_URL/],
+    [{ TRASH_PURGE_CRON: 'every hour' }, /TRASH_PURGE_CRON/],
+    [{ RATE_LIMIT_PER_MINUTE: '100', RATE_LIMIT_PER_HOUR: '50' }, /RATE_LIMIT_PER_HOUR/],
+  ])('%j', (env, pattern) => {
+    expect(() => loadConfig({ PGLITE_DIR: 'memory', ...env })).toThrow(ConfigError);
+    expect(() => loadConfig({ PGLITE_DIR: 'memory', ...env })).toThrow(pattern);
+  });
+
+  test('a server with both secrets is fine; cron "off" disables a job', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgresql://x/db', CURSOR_SECRET: 'c'.repeat(32), ENCRYPTION_KEY: 'a'.repeat(64), TRASH_PURGE_CRON: 'off' });
+    expect(config).toMatchObject({ databaseUrl: 'postgresql://x/db', trashPurgeCron: null, generatedSecrets: false });
+  });
+});
