@@ -144,7 +144,7 @@ describe('a bad setting stops start-up with exit ≠ 0 and a one-line reason', (
     ['DATABASE_URL without CURSOR_SECRET and ENCRYPTION_KEY', { DATABASE_URL: 'postgres://u:p@127.0.0.1:1/db' }, /CURSOR_SECRET and ENCRYPTION_KEY must be set/],
     ['ENCRYPTION_KEY not 32 bytes', { ENCRYPTION_KEY: 'abc' }, /ENCRYPTION_KEY must be 32 bytes/],
     ['API_KEY_CACHE_TTL_MS above 5 s', { API_KEY_CACHE_TTL_MS: '60000' }, /API_KEY_CACHE_TTL_MS must be between 0 and 5000/],
-    ['SEED_FILE missing', { SEED_FILE: '/nonexistent/seed.json' }, /invalid fixture: \(file\): cannot read/],
+    ['SEED_FILE missing', { SEED_FILE: '/nonexistent/seed.json' }, /SEED_FILE \/nonexistent\/seed.json does not exist/],
   ])('%s', async (_name, env, reason) => {
     const exit = await run(SERVER_JS, [], baseEnv({ ...memory, PORT: '0', ...env }));
     expect(exit.code).toBe(1);
