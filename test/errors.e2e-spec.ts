@@ -44,7 +44,9 @@ describe('every response, success or error, carries X-Request-ID equal to reques
   test('200 public banner', async () => {
     const res = await t.http.get('/api/v1/');
     expect(res.status).toBe(200);
-    expect(res.body.data).toEqual({ name: expect.any(String), version: 'v1', docs: expect.any(String) });
+    expect(res.body.data).toEqual({ name: 'Agent Platform REST API', version: 'v1', docs: '/api/v1/openapi.json' });
+    // the docs link works without a key
+    expect((await t.http.get(res.body.data.docs)).status).toBe(200);
     expectRequestIdMatches(res);
   });
 
@@ -194,5 +196,24 @@ describe('X-Request-ID: a well-formed incoming id (1–128 visible ASCII) is kep
     const ids = [...repeated.matchAll(/\r\nx-request-id: ([^\r\n]*)\r\n/gi)].map((match) => match[1]);
     expect(ids).toHaveLength(1);
     expect(ids[0]).toMatch(/^(one|req_[0-9a-f]{32})$/);
+  });
+});
+
+describe('database unreachable → 503 service_unavailable in the envelope', () => {
+  test('a closed database answers 503 with Retry-After, never 500', async () => {
+    const broken = await createTestApp();
+    try {
+      const subject = await createOrg(broken.app);
+      await broken.connection.pglite!.close();
+      const res = await broken.http.get('/api/v1/org').set('Authorization', subject.auth);
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe('service_unavailable');
+      expect(res.headers['retry-after']).toBe('1');
+      expect(res.body.error.request_id).toBe(res.headers['x-request-id']);
+      // public endpoints need no database
+      expect((await broken.http.get('/api/v1/')).status).toBe(200);
+    } finally {
+      await broken.close().catch(() => undefined);
+    }
   });
 });
