@@ -7,7 +7,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseId } from '../../libs/ids/ids';
 import { AppModule } from '../app.module';
 import { mapApiKey } from '../auth/api-keys.mapper';
-import { ApiKeysService } from '../auth/api-keys.service';
+import { ApiKeysService, validateScopes } from '../auth/api-keys.service';
 import { ApiError } from '../common/api-error';
 import { uniqueViolationConstraint } from '../common/database-errors';
 import { createLogger, PinoNestLogger, type AppLogger } from '../common/logger';
@@ -178,6 +178,7 @@ export const COMMANDS: CommandSpec[] = [
       const expiresAt = expiresRaw === undefined ? null : isoOption('expires-at', expiresRaw);
       const label = stringOption(values, 'label') ?? 'cli';
       if (label.trim().length === 0 || label.length > 200) throw usageError('--label must be 1 to 200 characters');
+      validateScopes(scopes); // before opening the database: a typo costs nothing
       const context = await app();
       const orgId = await requireOrg(context, stringOption(values, 'org')!);
       const created = await context.get(ApiKeysService).create({ orgId, label, scopes, expiresAt });
