@@ -1,13 +1,15 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { baseEnv, CLI_JS, run, startServer, tempDir, type Exit } from './support/processes';
+import { baseEnv, ensureBuilt, CLI_JS, run, startServer, tempDir, type Exit } from './support/processes';
 
 /**
  * The built CLI (dist/src/cli/cli.js, the package's `bin`) against a PGlite
  * directory, as an operator runs it.
  */
 jest.setTimeout(180_000);
+
+beforeAll(() => ensureBuilt());
 
 const dir = tempDir('cli');
 const env = baseEnv({ PGLITE_DIR: join(dir, 'pglite') });

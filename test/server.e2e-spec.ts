@@ -2,13 +2,15 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { DEMO_ORG_ID } from '../src/fixtures/demo-fixture';
-import { baseEnv, run, SERVER_JS, startServer, tempDir, waitForOutput, type RunningServer } from './support/processes';
+import { baseEnv, ensureBuilt, run, SERVER_JS, startServer, tempDir, waitForOutput, type RunningServer } from './support/processes';
 
 /**
  * The built server (dist/src/main.js) as an operator runs it: a real process,
  * a real port, a PGlite directory on disk.
  */
 jest.setTimeout(180_000);
+
+beforeAll(() => ensureBuilt());
 
 const dir = tempDir('server');
 const pgliteDir = join(dir, 'pglite');

@@ -11,8 +11,6 @@ import { DatabaseConnection, migrationsFolder } from '../../src/database/connect
  * dump costs a fraction of that). The dump is keyed by the migrations' hash.
  */
 export default async function globalSetup(): Promise<void> {
-  // tests that spawn the server or the CLI run the built dist/: rebuild it only when sources changed
-  require('../../scripts/build-if-stale.cjs').buildIfStale();
   if (process.env.DATABASE_URL) return; // server runs migrate per process under the advisory lock
   const folder = migrationsFolder();
   const hash = createHash('sha256');

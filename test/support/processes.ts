@@ -7,6 +7,14 @@ const ROOT = resolve(__dirname, '..', '..');
 export const SERVER_JS = join(ROOT, 'dist', 'src', 'main.js');
 export const CLI_JS = join(ROOT, 'dist', 'src', 'cli', 'cli.js');
 
+/**
+ * The spawned server and CLI run dist/: rebuild it when a source is newer
+ * than the last build (only the test files that spawn pay for it).
+ */
+export function ensureBuilt(): void {
+  require('../../scripts/build-if-stale.cjs').buildIfStale();
+}
+
 export function tempDir(label: string): string {
   return mkdtempSync(join(tmpdir(), `agent-platform-${label}-`));
 }
