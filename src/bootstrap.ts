@@ -1,6 +1,8 @@
 import type { INestApplication, NestApplicationOptions } from '@nestjs/common';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ErrorCode } from './common/api-error';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { requestContextMiddleware } from './common/request-context';
+import { requestContextMiddleware, type RequestContext } from './common/request-context';
 import type { AppLogger } from './common/logger';
 import { API_PREFIX, buildOpenApiDocument } from './meta/openapi-document';
 import { OpenApiDocumentHolder } from './meta/meta.controller';
@@ -18,10 +20,27 @@ export function configureApp(app: INestApplication, logger: AppLogger): void {
   const express = app as NestExpressApplication;
   // request id first, so that parser errors and unknown routes carry it too
   express.use(requestContextMiddleware(logger));
+  express.use(outsideApiPrefixNotFound);
   express.useBodyParser('json', { limit: MAX_BODY_BYTES, type: ['application/json', 'application/*+json'] });
   express.set('etag', false);
   express.set('x-powered-by', false);
   express.set('trust proxy', false);
   app.setGlobalPrefix(API_PREFIX);
   app.get(OpenApiDocumentHolder).set(buildOpenApiDocument(app));
+}
+
+/**
+ * Nest answers unknown routes under the global prefix; anything outside it
+ * would get Express's HTML page. Every response body is JSON (spec), so those
+ * get the same 404 envelope here, before any parsing.
+ */
+function outsideApiPrefixNotFound(req: IncomingMessage, res: ServerResponse, next: () => void): void {
+  const url = req.url ?? '/';
+  const queryAt = url.indexOf('?');
+  const path = queryAt === -1 ? url : url.slice(0, queryAt);
+  if (path === `/${API_PREFIX}` || path.startsWith(`/${API_PREFIX}/`)) return next();
+  const body = { error: { code: ErrorCode.NotFound, message: `No such endpoint. Every path lives under /${API_PREFIX}.`, request_id: (req as RequestContext).requestId } };
+  res.statusCode = 404;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify(body));
 }

@@ -161,7 +161,8 @@ export class ApiKeysService implements OnModuleDestroy {
     return entry;
   }
 
-  private async flushLastUsed(): Promise<void> {
+  /** Writes the batched last-used times (every few seconds, and at shutdown). */
+  async flushLastUsed(): Promise<void> {
     if (this.lastUsed.size === 0) return;
     const entries = [...this.lastUsed.entries()];
     this.lastUsed.clear();

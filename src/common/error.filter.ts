@@ -6,9 +6,21 @@ import { LOGGER, type AppLogger } from './logger';
 import { REQUEST_ID_HEADER, resolveRequestId, type RequestContext } from './request-context';
 
 interface BodyParserError {
-  type?: unknown;
-  status?: unknown;
-  statusCode?: unknown;
+  type: string;
+}
+
+/**
+ * body-parser marks its errors with a `type` (`entity.parse.failed`, …).
+ * Nest 12's Express adapter wraps them in an HttpException (400/413) with the
+ * original as `cause`, so the mark is looked for on the error and its cause.
+ */
+function bodyParserError(exception: unknown): BodyParserError | null {
+  let current: unknown = exception;
+  for (let depth = 0; depth < 3 && current !== null && typeof current === 'object'; depth++) {
+    if (typeof (current as { type?: unknown }).type === 'string') return current as BodyParserError;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return null;
 }
 
 /** Renders every error, ours or the framework's, in the spec's error envelope. */
@@ -39,8 +51,8 @@ export class ErrorEnvelopeFilter implements ExceptionFilter {
   private toApiError(exception: unknown, requestId: string): ApiError {
     if (exception instanceof ApiError) return exception;
 
-    const parserError = exception as BodyParserError;
-    if (parserError && typeof parserError === 'object' && typeof parserError.type === 'string') {
+    const parserError = bodyParserError(exception);
+    if (parserError) {
       // body-parser failures reach us before any route runs
       if (parserError.type === 'entity.too.large') {
         return new ApiError(ErrorCode.PayloadTooLarge, 'The request body exceeds 1 MiB.');

@@ -34,7 +34,9 @@ export function createLogger(config: Pick<AppConfig, 'logLevel'>, destination?: 
       },
       formatters: { level: (label) => ({ level: label }) },
     },
-    destination,
+    // synchronous stdout by default: lines keep their order with the plain
+    // start-up text of main.ts, and nothing is lost on process.exit
+    destination ?? pino.destination({ dest: 1, sync: true }),
   );
 }
 

@@ -1,42 +1,60 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { packageRoot } from '../common/package-root';
 import { ConfigError, loadConfig } from './config';
 
-const CURSOR_SECRET = 'cursor-secret-0123456789abcdef';
-const ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');
+/** `.env.example` as the shell would read it: KEY=value, optional double quotes, # comments. */
+function readEnvExample(): Record<string, string> {
+  const text = readFileSync(join(packageRoot(), '.env.example'), 'utf8');
+  const entries = text
+    .split('\n')
+    .filter((line) => /^[A-Z_]+=/.test(line))
+    .map((line) => {
+      const at = line.indexOf('=');
+      return [line.slice(0, at), line.slice(at + 1).replace(/^"(.*)"$/, '$1')] as const;
+    });
+  return Object.fromEntries(entries);
+}
 
-describe('encryption key for custom tool credentials', () => {
-  it('refuses to start without ENCRYPTION_KEY when DATABASE_URL is set', () => {
-    const env = { DATABASE_URL: 'postgres://db.example/app', CURSOR_SECRET };
-    expect(() => loadConfig(env)).toThrow(ConfigError);
-    expect(() => loadConfig(env)).toThrow(/ENCRYPTION_KEY/);
+describe('.env.example lists every setting with its default', () => {
+  test('the same variable names as src/config/config.ts reads', () => {
+    const source = readFileSync(join(packageRoot(), 'src', 'config', 'config.ts'), 'utf8');
+    const read = new Set([...source.matchAll(/env(?:\.|, ')([A-Z][A-Z0-9_]+)/g)].map((match) => match[1]));
+    expect(Object.keys(readEnvExample()).sort()).toEqual([...read].sort());
   });
 
-  it('starts with DATABASE_URL when ENCRYPTION_KEY is set, and uses that key', () => {
-    const config = loadConfig({ DATABASE_URL: 'postgres://db.example/app', CURSOR_SECRET, ENCRYPTION_KEY });
-    expect(config.encryptionKey.equals(Buffer.alloc(32, 7))).toBe(true);
-    expect(config.generatedSecrets).toBe(false);
+  test('its values are the defaults: loading it changes nothing', () => {
+    const example = readEnvExample();
+    const base = { PGLITE_DIR: 'memory' };
+    const fromExample = loadConfig({ ...example, ...base });
+    const defaults = loadConfig(base);
+    const { cursorSecret: _a, encryptionKey: _b, ...exampleRest } = fromExample;
+    const { cursorSecret: _c, encryptionKey: _d, ...defaultRest } = defaults;
+    expect(exampleRest).toEqual(defaultRest);
+    // the real default directory (without writing its secrets file: both secrets are given)
+    expect(loadConfig({}, { cursorSecret: 'c'.repeat(16), encryptionKey: Buffer.alloc(32) }).pgliteDir).toBe(example.PGLITE_DIR);
+  });
+});
+
+describe('a bad setting is a ConfigError naming it', () => {
+  test.each([
+    [{ PORT: 'abc' }, /PORT/],
+    [{ PORT: '-1' }, /PORT/],
+    [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
+    [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
+    [{ DATABASE_URL: 'postgres://x/db' }, /CURSOR_SECRET and ENCRYPTION_KEY/],
+    [{ DATABASE_URL: 'postgres://x/db', CURSOR_SECRET: 'c'.repeat(32) }, /ENCRYPTION_KEY must be set/],
+    [{ CURSOR_SECRET: 'short', ENCRYPTION_KEY: 'a'.repeat(64) }, /CURSOR_SECRET/],
+    [{ REDIS_URL: 'http://x' }, /REDIS_URL/],
+    [{ TRASH_PURGE_CRON: 'every hour' }, /TRASH_PURGE_CRON/],
+    [{ RATE_LIMIT_PER_MINUTE: '100', RATE_LIMIT_PER_HOUR: '50' }, /RATE_LIMIT_PER_HOUR/],
+  ])('%j', (env, pattern) => {
+    expect(() => loadConfig({ PGLITE_DIR: 'memory', ...env })).toThrow(ConfigError);
+    expect(() => loadConfig({ PGLITE_DIR: 'memory', ...env })).toThrow(pattern);
   });
 
-  it('rejects a key that is not 32 bytes', () => {
-    expect(() => loadConfig({ DATABASE_URL: 'postgres://db.example/app', CURSOR_SECRET, ENCRYPTION_KEY: 'c2hvcnQ=' })).toThrow(/ENCRYPTION_KEY/);
-  });
-
-  it('the embedded default generates a key once, persists it (mode 0600) and reuses it', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'config-spec-'));
-    try {
-      const pgliteDir = join(dir, 'pglite');
-      const first = loadConfig({ PGLITE_DIR: pgliteDir });
-      const second = loadConfig({ PGLITE_DIR: pgliteDir });
-      expect(first.encryptionKey).toHaveLength(32);
-      expect(first.generatedSecrets).toBe(true);
-      expect(second.encryptionKey.equals(first.encryptionKey)).toBe(true);
-      const file = join(dir, 'secrets.json');
-      expect(statSync(file).mode & 0o777).toBe(0o600);
-      expect(Buffer.from(JSON.parse(readFileSync(file, 'utf8')).encryption_key, 'base64').equals(first.encryptionKey)).toBe(true);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+  test('a server with both secrets is fine; cron "off" disables a job', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgresql://x/db', CURSOR_SECRET: 'c'.repeat(32), ENCRYPTION_KEY: 'a'.repeat(64), TRASH_PURGE_CRON: 'off' });
+    expect(config).toMatchObject({ databaseUrl: 'postgresql://x/db', trashPurgeCron: null, generatedSecrets: false });
   });
 });

@@ -138,6 +138,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig>
     generatedSecrets,
     ...overrides,
   };
+  if (config.seedFile && !existsSync(config.seedFile)) throw new ConfigError(`SEED_FILE ${config.seedFile} does not exist`);
   if (config.redisUrl && !/^rediss?:\/\//.test(config.redisUrl)) throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
   if (config.rateLimitPerHour < config.rateLimitPerMinute) {
     throw new ConfigError('RATE_LIMIT_PER_HOUR must be at least RATE_LIMIT_PER_MINUTE');

@@ -4,9 +4,10 @@ import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import { migrate as migrateNodePg } from 'drizzle-orm/node-postgres/migrator';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
-import { existsSync, mkdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { Pool } from 'pg';
+import { packageRoot } from '../common/package-root';
 import type { AppConfig } from '../config/config';
 import type { Database } from './database.types';
 import { PgliteDirectoryLock } from './pglite-lock';
@@ -16,14 +17,8 @@ import * as schema from './schema';
 const MIGRATION_LOCK_KEY = 7_214_091_337;
 
 export function migrationsFolder(): string {
-  // compiled to dist/src/database, run from src/database under ts/jest: walk up to the package root
-  let dir = __dirname;
-  while (!existsSync(join(dir, 'package.json'))) {
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error('package root not found');
-    dir = parent;
-  }
-  return join(dir, 'src', 'database', 'migrations');
+  // compiled to dist/src/database, run from src/database under jest: the SQL stays in src/
+  return join(packageRoot(), 'src', 'database', 'migrations');
 }
 
 export interface ConnectionLogger {
@@ -123,6 +118,20 @@ export class DatabaseConnection {
 
   migrate(): Promise<void> {
     return this.migrateFn();
+  }
+
+  /** How many migrations the database has recorded as applied (0 on a fresh database). */
+  async appliedMigrations(): Promise<number> {
+    try {
+      // both drivers return `{ rows }`
+      const result = (await this.db.execute(sql`select count(*)::int as count from drizzle.__drizzle_migrations`)) as unknown as { rows: Array<{ count: number }> };
+      return Number(result.rows[0]?.count ?? 0);
+    } catch (error) {
+      // 3F000 no such schema, 42P01 no such table: nothing applied yet
+      const code = (error as { cause?: { code?: string } }).cause?.code ?? (error as { code?: string }).code;
+      if (code === '3F000' || code === '42P01') return 0;
+      throw error;
+    }
   }
 
   async ping(): Promise<void> {

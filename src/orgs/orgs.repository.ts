@@ -20,6 +20,12 @@ export class OrgsRepository {
     return row ?? null;
   }
 
+  /** Whether any organization exists (first-run detection; deliberately across organizations). */
+  async anyExists(tx: DbOrTx = this.db): Promise<boolean> {
+    const rows = await tx.select({ id: orgs.id }).from(orgs).limit(1);
+    return rows.length > 0;
+  }
+
   async upsert(row: NewOrgRow, tx: DbOrTx = this.db): Promise<void> {
     const { id: _id, createdAt: _createdAt, ...changes } = row;
     await tx

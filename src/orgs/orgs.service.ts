@@ -83,6 +83,10 @@ export class OrgsService {
     return id;
   }
 
+  anyOrgExists(): Promise<boolean> {
+    return this.repository.anyExists();
+  }
+
   findRow(orgId: string) {
     return this.repository.findById(orgId);
   }

@@ -1,5 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
-import type { INestApplication } from '@nestjs/common';
+import type { DynamicModule, INestApplication, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
@@ -11,6 +11,9 @@ import { createLogger, type AppLogger } from '../../src/common/logger';
 import { loadConfig, type AppConfig } from '../../src/config/config';
 import { DatabaseConnection } from '../../src/database/connection';
 import { newSecretKey, parseKey32 } from '../../libs/crypto/crypto';
+
+/** extra modules for a test (e.g. a test-only controller); never part of the served app */
+type ModuleImport = Type<unknown> | DynamicModule;
 
 export interface TestApp {
   app: INestApplication;
@@ -41,7 +44,7 @@ async function openTestDatabase(config: AppConfig, logger: AppLogger): Promise<D
  * The production app (same module, same bootstrap) on a copy of the migrated
  * template database, or on `DATABASE_URL` when set (`npm run test:pg`).
  */
-export async function createTestApp(overrides: Partial<AppConfig> = {}): Promise<TestApp> {
+export async function createTestApp(overrides: Partial<AppConfig> = {}, options: { imports?: ModuleImport[] } = {}): Promise<TestApp> {
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -66,7 +69,7 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}): Promise
   );
   const logger = createLogger(config, sink);
   const connection = await openTestDatabase(config, logger);
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config, logger, { connection })] })
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config, logger, { connection }), ...(options.imports ?? [])] })
     .setLogger(false as never)
     .compile();
   const app = moduleRef.createNestApplication(APP_OPTIONS);

@@ -1,0 +1,90 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AppModule } from './app.module';
+import { APP_OPTIONS, configureApp } from './bootstrap';
+import { createLogger, PinoNestLogger } from './common/logger';
+import { API_PREFIX } from './meta/openapi-document';
+import type { AppConfig } from './config/config';
+import { StartupFixtures, type StartupFixtureResult } from './fixtures/startup-fixtures.service';
+
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * Plain text on stdout, not a log record: tokens are shown exactly once and
+ * must never reach the log pipeline; the curl line must paste as it is.
+ */
+function announceKeys(startup: StartupFixtureResult, address: string): void {
+  const lines: string[] = [];
+  for (const key of startup.seeded?.generated_keys ?? []) {
+    lines.push(`SEED_FILE generated key ${key.id} "${key.label}" for ${key.org_id} (shown once): ${key.token}`);
+  }
+  const demoKey = startup.demo?.generated_keys[0];
+  if (demoKey) {
+    lines.push(
+      '',
+      `First run: loaded the demo organization ${demoKey.org_id} into the empty embedded database.`,
+      'Its API key has every scope and is shown only this once:',
+      '',
+      `curl -H "Authorization: Bearer ${demoKey.token}" ${address}/org`,
+      '',
+    );
+  }
+  if (lines.length > 0) process.stdout.write(lines.join('\n') + '\n');
+}
+
+/** Builds the app, loads start-up fixtures, listens; SIGTERM/SIGINT stop it gracefully. */
+export async function runServer(config: AppConfig): Promise<void> {
+  const logger = createLogger(config);
+  const app = await NestFactory.create(AppModule.forRoot(config, logger), {
+    ...APP_OPTIONS,
+    logger: new PinoNestLogger(logger),
+    abortOnError: false,
+  });
+  configureApp(app, logger);
+  await app.init();
+  // operations.md: SEED_FILE (and the first-run demo) are loaded before the port opens
+  let startup: StartupFixtureResult;
+  try {
+    startup = await app.get(StartupFixtures).load();
+  } catch (error) {
+    await app.close(); // release the database (and its directory lock) before exiting
+    throw error;
+  }
+
+  const server = app.getHttpServer() as Server;
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    const force = setTimeout(() => {
+      logger.error('shutdown grace period elapsed; exiting');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS);
+    force.unref();
+    // stop accepting and let in-flight requests finish first, so that they
+    // still have the database and the key service's last flush sees them
+    new Promise<void>((resolve) => server.close(() => resolve()))
+      .then(() => app.close())
+      .then(() => {
+        logger.info('stopped: in-flight requests finished, database closed');
+        logger.flush();
+        process.exit(0);
+      })
+      .catch((error: unknown) => {
+        logger.error({ err: { message: (error as Error).message } }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
+  await app.listen(config.port, config.host);
+  const port = (server.address() as AddressInfo).port;
+  const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
+  const address = `http://${shownHost}:${port}/${API_PREFIX}`;
+  logger.info({ address, database: config.databaseUrl ? 'postgres' : `pglite:${config.pgliteDir}` }, `listening on ${address}`);
+  announceKeys(startup, address);
+}

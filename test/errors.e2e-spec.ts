@@ -1,0 +1,219 @@
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import type { Response } from 'supertest';
+import { createOrg, type TestOrg } from './support/factories';
+import { createTestApp, type TestApp } from './support/test-app';
+import { TestOnlyModule } from './support/test-only.module';
+
+let t: TestApp;
+let org: TestOrg;
+
+beforeAll(async () => {
+  t = await createTestApp({}, { imports: [TestOnlyModule] });
+  org = await createOrg(t.app);
+});
+afterAll(() => t.close());
+
+/** spec: every response carries X-Request-ID equal to the body's request_id */
+function expectRequestIdMatches(res: Response): string {
+  const header = res.headers['x-request-id'];
+  expect(typeof header).toBe('string');
+  const inBody = res.body.meta ? res.body.meta.request_id : res.body.error.request_id;
+  expect(inBody).toBe(header);
+  return header;
+}
+
+function expectError(res: Response, status: number, code: string): void {
+  expect(res.status).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  expect(Object.keys(res.body)).toEqual(['error']);
+  expect(res.body.error.code).toBe(code);
+  expect(typeof res.body.error.message).toBe('string');
+  expectRequestIdMatches(res);
+}
+
+describe('every response, success or error, carries X-Request-ID equal to request_id', () => {
+  test('200 success', async () => {
+    const res = await t.http.get('/api/v1/org').set('Authorization', org.auth);
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body).sort()).toEqual(['data', 'meta']);
+    expectRequestIdMatches(res);
+  });
+
+  test('200 public banner', async () => {
+    const res = await t.http.get('/api/v1/');
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ name: 'Agent Platform REST API', version: 'v1', docs: '/api/v1/openapi.json' });
+    // the docs link works without a key
+    expect((await t.http.get(res.body.data.docs)).status).toBe(200);
+    expectRequestIdMatches(res);
+  });
+
+  test('401 unauthorized', async () => {
+    expectError(await t.http.get('/api/v1/org'), 401, 'unauthorized');
+  });
+
+  test('403 insufficient_scope', async () => {
+    const key = await org.key(['team:read']);
+    expectError(await t.http.get('/api/v1/org').set('Authorization', key.auth), 403, 'insufficient_scope');
+  });
+
+  test('404 not_found for an unknown route, with and without a key', async () => {
+    expectError(await t.http.get('/api/v1/no-such-thing'), 404, 'not_found');
+    expectError(await t.http.get('/api/v1/no-such-thing').set('Authorization', org.auth), 404, 'not_found');
+    expectError(await t.http.delete('/api/v1/org').set('Authorization', org.auth), 404, 'not_found');
+    expectError(await t.http.get('/not-under-the-prefix'), 404, 'not_found');
+  });
+
+  test('413 payload_too_large for a body over 1 MiB', async () => {
+    const body = JSON.stringify({ name: 'x'.repeat(1024 * 1024) });
+    const res = await t.http.post('/api/v1/test-only/echo').set('Authorization', org.auth).set('Content-Type', 'application/json').send(body);
+    expectError(res, 413, 'payload_too_large');
+  });
+
+  test('a body of exactly 1 MiB is accepted by the parser', async () => {
+    const padding = 1024 * 1024 - JSON.stringify({ name: 'a', note: '' }).length;
+    const body = JSON.stringify({ name: 'a', note: ' '.repeat(padding) });
+    expect(Buffer.byteLength(body)).toBe(1024 * 1024);
+    const res = await t.http.post('/api/v1/test-only/echo').set('Authorization', org.auth).set('Content-Type', 'application/json').send(body);
+    expect(res.status).toBe(201);
+  });
+
+  test('422 validation_failed', async () => {
+    const res = await t.http.post('/api/v1/test-only/echo').set('Authorization', org.auth).send({});
+    expectError(res, 422, 'validation_failed');
+    expect(res.body.error.details.fields.name).toEqual(expect.arrayContaining([expect.any(String)]));
+  });
+
+  test('500 internal_error', async () => {
+    expectError(await t.http.get('/api/v1/test-only/boom').set('Authorization', org.auth), 500, 'internal_error');
+  });
+});
+
+describe('malformed JSON → 422 validation_failed saying the body is not valid JSON', () => {
+  test.each([['{bad'], ['{"name": "a",}'], ['[1, 2'], ['nul']])('%s', async (raw) => {
+    const res = await t.http.post('/api/v1/test-only/echo').set('Authorization', org.auth).set('Content-Type', 'application/json').send(raw);
+    expectError(res, 422, 'validation_failed');
+    expect(res.body.error.message).toMatch(/not valid JSON/);
+    expect(res.body.error.details).toEqual({ fields: { body: ['is not valid JSON'] } });
+  });
+
+  test('the parser rejects it before authentication: no key needed to learn the body is bad', async () => {
+    const res = await t.http.post('/api/v1/org').set('Content-Type', 'application/json').send('{bad');
+    expectError(res, 422, 'validation_failed');
+  });
+
+  test('a JSON body that is not an object → 422 naming the body', async () => {
+    const res = await t.http.post('/api/v1/test-only/echo').set('Authorization', org.auth).set('Content-Type', 'application/json').send('[1,2]');
+    expectError(res, 422, 'validation_failed');
+    expect(res.body.error.details.fields.body).toBeDefined();
+  });
+});
+
+describe('unknown body fields are rejected (no silent mass assignment)', () => {
+  test('an extra field → 422 naming it', async () => {
+    const res = await t.http.post('/api/v1/test-only/echo').set('Authorization', org.auth).send({ name: 'a', org_id: 'org_000000000000000000000000' });
+    expectError(res, 422, 'validation_failed');
+    expect(Object.keys(res.body.error.details.fields)).toEqual(['org_id']);
+  });
+
+  test('the same body without it is accepted', async () => {
+    const res = await t.http.post('/api/v1/test-only/echo').set('Authorization', org.auth).send({ name: 'a' });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toEqual({ name: 'a' });
+  });
+});
+
+describe('500 internal_error shows no internals and is logged with the request id', () => {
+  test('body has a fixed message; the log line has the request id and the cause', async () => {
+    const res = await t.http.get('/api/v1/test-only/boom').set('Authorization', org.auth).set('X-Request-ID', 'boom-trace-1');
+    expectError(res, 500, 'internal_error');
+    const text = JSON.stringify(res.body);
+    for (const leak of ['ECONNSECRET', 'hunter2', 'db-internal', 'stack', 'at ', '.ts']) expect(text).not.toContain(leak);
+    expect(res.body.error.request_id).toBe('boom-trace-1');
+    const logged = t.logs.map((line) => JSON.parse(line)).find((line) => line.msg === 'unhandled error' && line.request_id === 'boom-trace-1');
+    expect(logged).toBeDefined();
+    expect(logged.level).toBe('error');
+    expect(logged.err.message).toContain('ECONNSECRET');
+  });
+});
+
+describe('X-Request-ID: a well-formed incoming id (1–128 visible ASCII) is kept, otherwise one is generated', () => {
+  const GENERATED = /^req_[0-9a-f]{32}$/;
+
+  test.each([['abc'], ['a'], ['x'.repeat(128)], ['0f8fad5b-d9cb-469f-a165-70867728950e'], ['trace:1/2;3=<4>&"5"']])('kept: %s', async (id) => {
+    const res = await t.http.get('/api/v1/').set('X-Request-ID', id);
+    expect(res.headers['x-request-id']).toBe(id);
+    expect(res.body.meta.request_id).toBe(id);
+  });
+
+  test.each([
+    ['over-long (129)', 'x'.repeat(129)],
+    ['a space', 'abc def'],
+    ['a tab', 'abc\tdef'],
+    ['Latin-1 non-ASCII', 'r\u00e9q'],
+    ['empty', ''],
+  ])('replaced: %s', async (_name, id) => {
+    const res = await t.http.get('/api/v1/').set('X-Request-ID', id);
+    expect(res.headers['x-request-id']).toMatch(GENERATED);
+    expect(res.body.meta.request_id).toBe(res.headers['x-request-id']);
+  });
+
+  test('generated ids differ per request', async () => {
+    const a = await t.http.get('/api/v1/');
+    const b = await t.http.get('/api/v1/');
+    expect(a.headers['x-request-id']).not.toBe(b.headers['x-request-id']);
+  });
+
+  /** Raw HTTP, because Node's client refuses to send these header values. */
+  async function rawRequest(headerLines: string[]): Promise<string> {
+    const server = t.app.getHttpServer() as Server;
+    if (!server.listening) await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk) => chunks.push(chunk));
+      socket.on('end', () => resolve(Buffer.concat(chunks).toString('latin1')));
+      socket.on('error', reject);
+      socket.write(Buffer.concat([Buffer.from('GET /api/v1/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n'), ...headerLines.map((line) => Buffer.from(line + '\r\n', 'latin1')), Buffer.from('\r\n')]));
+    });
+  }
+
+  test('UTF-8 multi-byte id → replaced', async () => {
+    const response = await rawRequest([Buffer.from('X-Request-ID: r\u00e9q-\u2603', 'utf8').toString('latin1')]);
+    expect(response).toMatch(/^HTTP\/1\.1 200/);
+    expect(response).toMatch(/\r\nx-request-id: req_[0-9a-f]{32}\r\n/i);
+  });
+
+  test('header-injection attempt (a second header smuggled after the id) cannot reach the response', async () => {
+    // a bare LF inside the value, and a repeated header: neither may become a response header
+    const response = await rawRequest(['X-Request-ID: abc\nSet-Cookie: injected=1']);
+    expect(response).not.toMatch(/set-cookie/i);
+    const repeated = await rawRequest(['X-Request-ID: one', 'X-Request-ID: two']);
+    expect(repeated).toMatch(/^HTTP\/1\.1 200/);
+    const ids = [...repeated.matchAll(/\r\nx-request-id: ([^\r\n]*)\r\n/gi)].map((match) => match[1]);
+    expect(ids).toHaveLength(1);
+    expect(ids[0]).toMatch(/^(one|req_[0-9a-f]{32})$/);
+  });
+});
+
+describe('database unreachable → 503 service_unavailable in the envelope', () => {
+  test('a closed database answers 503 with Retry-After, never 500', async () => {
+    const broken = await createTestApp();
+    try {
+      const subject = await createOrg(broken.app);
+      await broken.connection.pglite!.close();
+      const res = await broken.http.get('/api/v1/org').set('Authorization', subject.auth);
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe('service_unavailable');
+      expect(res.headers['retry-after']).toBe('1');
+      expect(res.body.error.request_id).toBe(res.headers['x-request-id']);
+      // public endpoints need no database
+      expect((await broken.http.get('/api/v1/')).status).toBe(200);
+    } finally {
+      await broken.close().catch(() => undefined);
+    }
+  });
+});

@@ -1,0 +1,169 @@
+import { spawnSync } from 'node:child_process';
+import { createTestApp, type TestApp } from './support/test-app';
+
+let t: TestApp;
+let document: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+beforeAll(async () => {
+  t = await createTestApp();
+  const res = await t.http.get('/api/v1/openapi.json');
+  expect(res.status).toBe(200);
+  document = res.body;
+});
+afterAll(() => t.close());
+
+const PUBLIC_OPERATIONS = ['GET /', 'GET /openapi.json'];
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+function operations(): Array<{ key: string; path: string; method: string; operation: Record<string, any> }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  return Object.entries(document.paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => METHODS.includes(method))
+      .map(([method, operation]) => ({ key: `${method.toUpperCase()} ${path}`, path, method, operation: operation as Record<string, any> })), // eslint-disable-line @typescript-eslint/no-explicit-any
+  );
+}
+
+/**
+ * The routes Express actually serves, from its router stack (Express 5:
+ * `router.stack[].route`), relative to the /api/v1 prefix, in OpenAPI form.
+ */
+function registeredRoutes(): string[] {
+  const express = t.app.getHttpAdapter().getInstance() as { router: { stack: Array<{ route?: { path: string; methods: Record<string, boolean> } }> } };
+  const routes: string[] = [];
+  for (const layer of express.router.stack) {
+    if (!layer.route) continue;
+    const relative = layer.route.path.replace(/^\/api\/v1/, '') || '/';
+    const path = relative.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    for (const [method, on] of Object.entries(layer.route.methods)) {
+      if (on && method !== '_all') routes.push(`${method.toUpperCase()} ${path}`);
+    }
+  }
+  return routes.sort();
+}
+
+describe('GET /openapi.json is a valid OpenAPI 3.1.0 document', () => {
+  test('a real OpenAPI 3.1 validator accepts it', () => {
+    // the validator is ESM-only: run it in plain Node, hand the document over stdin
+    const script = `
+      import { Validator } from '@seriousme/openapi-schema-validator';
+      let text = '';
+      process.stdin.on('data', (c) => (text += c)).on('end', async () => {
+        const validator = new Validator({ strict: true });
+        const result = await validator.validate(JSON.parse(text));
+        process.stdout.write(JSON.stringify({ valid: result.valid, version: validator.version, errors: result.errors ?? null }));
+      });`;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { input: JSON.stringify(document), encoding: 'utf8', cwd: process.cwd() });
+    expect(run.stderr).toBe('');
+    const result = JSON.parse(run.stdout) as { valid: boolean; version: string; errors: unknown };
+    expect(result.errors).toBeNull();
+    expect(result).toMatchObject({ valid: true, version: '3.1' });
+  });
+
+  test('the validator is not a rubber stamp: it rejects a broken copy', () => {
+    const broken = { ...document, paths: { '/x': { get: { responses: { 200: { description: 1 } } } } } };
+    const script = `
+      import { Validator } from '@seriousme/openapi-schema-validator';
+      let text = '';
+      process.stdin.on('data', (c) => (text += c)).on('end', async () => {
+        const result = await new Validator().validate(JSON.parse(text));
+        process.stdout.write(JSON.stringify({ valid: result.valid }));
+      });`;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { input: JSON.stringify(broken), encoding: 'utf8' });
+    expect(JSON.parse(run.stdout)).toEqual({ valid: false });
+  });
+
+  test('openapi 3.1.0, info.version 1.0.0, server /api/v1, bearer scheme', () => {
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.info.version).toBe('1.0.0');
+    expect(document.servers).toEqual([{ url: '/api/v1' }]);
+    expect(document.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+  });
+
+  test('no 3.0 `nullable` keyword anywhere; nullable fields use 3.1 type arrays or oneOf with null', () => {
+    const found: string[] = [];
+    const walk = (node: unknown, path: string) => {
+      if (Array.isArray(node)) return node.forEach((item, i) => walk(item, `${path}[${i}]`));
+      if (node === null || typeof node !== 'object') return;
+      for (const [key, value] of Object.entries(node)) {
+        if (key === 'nullable') found.push(path);
+        walk(value, `${path}.${key}`);
+      }
+    };
+    walk(document, '$');
+    expect(found).toEqual([]);
+    expect(JSON.stringify(document)).toContain('"null"');
+  });
+});
+
+describe('the document lists exactly the shipped endpoints', () => {
+  test('every registered route is documented, and nothing else is', () => {
+    const documented = operations()
+      .map((op) => op.key)
+      .sort();
+    expect(documented).toEqual(registeredRoutes());
+    expect(documented).toEqual(expect.arrayContaining(['GET /', 'GET /openapi.json', 'GET /org', 'GET /team']));
+  });
+
+  test('every operation names its scope (security + x-required-scope), or is one of the two public ones with security []', () => {
+    for (const { key, operation } of operations()) {
+      if (PUBLIC_OPERATIONS.includes(key)) {
+        expect({ key, security: operation.security }).toEqual({ key, security: [] });
+        expect(operation['x-required-scope']).toBeUndefined();
+        continue;
+      }
+      const scope = operation['x-required-scope'];
+      expect({ key, scope }).toEqual({ key, scope: expect.stringMatching(/^[a-z_]+:(read|write|delete)$/) });
+      expect({ key, security: operation.security }).toEqual({ key, security: [{ bearer: [scope] }] });
+      for (const status of ['401', '403', '429', '500']) expect({ key, status, documented: status in operation.responses }).toEqual({ key, status, documented: true });
+    }
+  });
+
+  test('operation ids are unique', () => {
+    const ids = operations().map((op) => op.operation.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  test('success responses are documented in the envelope; errors in the error envelope', () => {
+    for (const { key, operation } of operations()) {
+      if (key === 'GET /openapi.json') continue;
+      const success = Object.entries(operation.responses).find(([status]) => status.startsWith('2'));
+      const schema = (success![1] as { content: { 'application/json': { schema: Record<string, unknown> } } }).content['application/json'].schema;
+      expect({ key, required: schema.required }).toEqual({ key, required: ['data', 'meta'] });
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (status.startsWith('2')) continue;
+        expect({ key, status, ref: (response as { content: { 'application/json': { schema: { $ref: string } } } }).content['application/json'].schema.$ref }).toEqual({
+          key,
+          status,
+          ref: '#/components/schemas/ErrorEnvelope',
+        });
+      }
+    }
+  });
+});
+
+describe('Org and Member schemas follow the spec exactly', () => {
+  const schema = (name: string) => document.components.schemas[name];
+
+  test('Org: fields, required, nullability', () => {
+    const org = schema('OrgDto');
+    expect(Object.keys(org.properties).sort()).toEqual(['created_at', 'credits', 'id', 'limits', 'name', 'plan', 'slug', 'status', 'trial'].sort());
+    expect([...org.required].sort()).toEqual(['credits', 'id', 'limits', 'name', 'plan', 'slug', 'status']);
+    expect(org.properties.created_at.type).toEqual(['string', 'null']);
+    expect(JSON.stringify(org.properties.trial)).toContain('"null"');
+    const credits = schema('OrgCreditsDto');
+    expect([...credits.required].sort()).toEqual(['remaining', 'total', 'used']);
+    expect(credits.properties.reset_at.type).toEqual(['string', 'null']);
+    const limits = schema('OrgLimitsDto');
+    expect(Object.keys(limits.properties).sort()).toEqual(['agents', 'chatbots', 'connectors', 'custom_tool_slots', 'scheduled_triggers', 'sources']);
+    for (const value of Object.values(limits.properties) as Array<{ type: unknown }>) expect(value.type).toEqual(['integer', 'null']);
+  });
+
+  test('Member: fields, required, nullability', () => {
+    const member = schema('MemberDto');
+    expect(Object.keys(member.properties).sort()).toEqual(['created_at', 'email', 'id', 'is_active', 'last_login_at', 'name', 'role', 'user_id']);
+    expect([...member.required].sort()).toEqual(['email', 'id', 'is_active', 'role', 'user_id']);
+    for (const field of ['name', 'last_login_at', 'created_at']) expect(member.properties[field].type).toEqual(['string', 'null']);
+    expect(member.properties.email.format).toBe('email');
+    expect(member.properties.role.enum).toEqual(['owner', 'admin', 'member']);
+  });
+});

@@ -1,0 +1,168 @@
+import { existsSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { DEMO_ORG_ID } from '../src/fixtures/demo-fixture';
+import { baseEnv, ensureBuilt, run, SERVER_JS, startServer, tempDir, waitForOutput, type RunningServer } from './support/processes';
+
+/**
+ * The built server (dist/src/main.js) as an operator runs it: a real process,
+ * a real port, a PGlite directory on disk.
+ */
+jest.setTimeout(180_000);
+
+beforeAll(() => ensureBuilt());
+
+const dir = tempDir('server');
+const pgliteDir = join(dir, 'pglite');
+let first: RunningServer | null = null;
+/** [line, token, url] of the first run's curl line */
+let curl: RegExpExecArray;
+
+afterAll(async () => {
+  if (first && first.child.exitCode === null) await first.stop('SIGKILL');
+});
+
+async function getJson(url: string, token?: string): Promise<{ status: number; body: any; requestId: string | null }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const res = await fetch(url, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  return { status: res.status, body: await res.json(), requestId: res.headers.get('x-request-id') };
+}
+
+describe('first run: embedded default + empty database → demo organization and a ready-to-paste curl line', () => {
+  test('the process logs one line naming its address and prints the curl line once', async () => {
+    first = await startServer({ PGLITE_DIR: pgliteDir });
+    expect(first.address).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1$/);
+    const listening = first
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('"msg":"listening on'));
+    expect(listening).toHaveLength(1);
+    await waitForOutput(first, /^curl .*\n/m);
+    const curls = first.stdout().split('\n').filter((line) => line.startsWith('curl '));
+    expect(curls).toHaveLength(1);
+    curl = /^curl -H "Authorization: Bearer (svc_live_[A-Za-z0-9_-]{32,})" (http:\/\/\S+)$/.exec(curls[0])!;
+    expect(curl).not.toBeNull();
+    expect(curl[2]).toBe(`${first.address}/org`);
+    // the token is on stdout as plain text once, never inside a JSON log record
+    const logRecords = first.stdout().split('\n').filter((line) => line.startsWith('{'));
+    expect(logRecords.join('\n')).not.toContain(curl[1]);
+  });
+
+  test("the curl line's request works: the demo organization, its members, every scope", async () => {
+    const org = await getJson(curl[2], curl[1]);
+    expect(org.status).toBe(200);
+    expect(org.body.data.id).toBe(DEMO_ORG_ID);
+    expect(org.body.meta.request_id).toBe(org.requestId);
+    const team = await getJson(`${first!.address}/team`, curl[1]);
+    expect(team.status).toBe(200);
+    expect(team.body.data.length).toBeGreaterThan(0);
+    const banner = await getJson(`${first!.address}/`);
+    expect(banner.body.data.version).toBe('v1');
+  });
+
+  test('a second process on the same PGLITE_DIR refuses to start with a one-line reason', async () => {
+    const second = await run(SERVER_JS, [], baseEnv({ PGLITE_DIR: pgliteDir, PORT: '0', HOST: '127.0.0.1' }));
+    expect(second.code).not.toBe(0);
+    const lines = second.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`in use by process ${first!.child.pid}`));
+    // and the first one is unharmed
+    expect((await getJson(curl[2], curl[1])).status).toBe(200);
+  });
+
+  test('SIGTERM: an in-flight request finishes, the database closes, exit 0', async () => {
+    const { hostname, port } = new URL(first!.address);
+    const socket = connect(Number(port), hostname);
+    const response = new Promise<string>((resolve, reject) => {
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    const body = JSON.stringify({ slow: 'x'.repeat(64) });
+    // the request is in flight: headers and half of the body sent …
+    socket.write(`POST /api/v1/org HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`);
+    socket.write(body.slice(0, 20));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    first!.child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // … the server is shutting down but still waiting for it
+    expect(first!.child.exitCode).toBeNull();
+    socket.end(body.slice(20));
+    const text = await response;
+    expect(text).toMatch(/^HTTP\/1\.1 404 /); // POST /org is not a route: a complete, enveloped answer
+    expect(text).toContain('"code":"not_found"');
+    const exit = await first!.exited;
+    expect(exit.code).toBe(0);
+    expect(exit.stdout).toContain('shutting down');
+    expect(exit.stdout).toContain('database closed');
+    expect(existsSync(`${pgliteDir}.lock`)).toBe(false); // released by the database close
+  });
+});
+
+describe('restart on the same directory: data kept, no demo, SEED_FILE loaded before the port opens', () => {
+  test('seed keys work on the very first request; generated ones are printed once', async () => {
+    const token = `svc_live_${'s'.repeat(40)}`;
+    const seed = join(dir, 'seed.json');
+    writeFileSync(
+      seed,
+      JSON.stringify({
+        orgs: [
+          {
+            id: 'org_6500000000000000000000aa',
+            name: 'Seeded',
+            slug: 'seeded',
+            api_keys: [
+              { id: 'key_6500000000000000000000aa', token, scopes: ['org:read'] },
+              { id: 'key_6500000000000000000000ab', label: 'generated', scopes: ['team:read'] },
+            ],
+          },
+        ],
+      }),
+    );
+    const server = await startServer({ PGLITE_DIR: pgliteDir, SEED_FILE: seed });
+    try {
+      expect(server.stdout()).not.toMatch(/^curl /m); // not empty any more: no demo
+      const seeded = await getJson(`${server.address}/org`, token);
+      expect(seeded.status).toBe(200);
+      expect(seeded.body.data.id).toBe('org_6500000000000000000000aa');
+      const generated = await waitForOutput(server, /generated key key_6500000000000000000000ab "generated" for org_6500000000000000000000aa \(shown once\): (svc_live_\S+)/);
+      expect((await getJson(`${server.address}/team`, generated![1])).status).toBe(200);
+      // the demo organization and its key survived the restart
+      const demo = await getJson(`${server.address}/org`, curl[1]);
+      expect(demo.body.data.id).toBe(DEMO_ORG_ID);
+    } finally {
+      expect((await server.stop()).code).toBe(0);
+    }
+  });
+});
+
+describe('a bad setting stops start-up with exit ≠ 0 and a one-line reason', () => {
+  const memory = { PGLITE_DIR: 'memory' };
+  test.each([
+    ['PORT=abc', { PORT: 'abc' }, /PORT must be an integer/],
+    ['PORT=70000', { PORT: '70000' }, /PORT must be between 0 and 65535/],
+    ['LOG_LEVEL=loud', { LOG_LEVEL: 'loud' }, /LOG_LEVEL must be one of/],
+    ['DATABASE_URL=mysql://…', { DATABASE_URL: 'mysql://u:p@localhost/db' }, /DATABASE_URL must start with postgres:\/\//],
+    ['DATABASE_URL without CURSOR_SECRET and ENCRYPTION_KEY', { DATABASE_URL: 'postgres://u:p@127.0.0.1:1/db' }, /CURSOR_SECRET and ENCRYPTION_KEY must be set/],
+    ['ENCRYPTION_KEY not 32 bytes', { ENCRYPTION_KEY: 'abc' }, /ENCRYPTION_KEY must be 32 bytes/],
+    ['API_KEY_CACHE_TTL_MS above 5 s', { API_KEY_CACHE_TTL_MS: '60000' }, /API_KEY_CACHE_TTL_MS must be between 0 and 5000/],
+    ['SEED_FILE missing', { SEED_FILE: '/nonexistent/seed.json' }, /SEED_FILE \/nonexistent\/seed.json does not exist/],
+  ])('%s', async (_name, env, reason) => {
+    const exit = await run(SERVER_JS, [], baseEnv({ ...memory, PORT: '0', ...env }));
+    expect(exit.code).toBe(1);
+    const lines = exit.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(reason);
+    // a secret in the setting is not echoed back
+    expect(exit.stderr).not.toContain('u:p@');
+  });
+
+  test('an invalid SEED_FILE names the first bad path and leaves nothing behind', async () => {
+    const seed = join(dir, 'bad-seed.json');
+    writeFileSync(seed, JSON.stringify({ orgs: [{ name: 'Ok' }, { name: 'Bad', members: [{ email: 'nope', role: 'owner' }] }] }));
+    const exit = await run(SERVER_JS, [], baseEnv({ PGLITE_DIR: join(dir, 'bad-seed-db'), PORT: '0', SEED_FILE: seed }));
+    expect(exit).toMatchObject({ code: 1, signal: null });
+    expect(exit.stderr.trim().split('\n')).toEqual([expect.stringMatching(/invalid fixture: orgs\[1\]\.members\[0\]\.email: /)]);
+    expect(existsSync(join(dir, 'bad-seed-db.lock'))).toBe(false);
+  });
+});
