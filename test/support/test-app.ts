@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
-import { AppModule } from '../../src/app.module';
+import { AppModule, type AppModuleOptions } from '../../src/app.module';
 import { APP_OPTIONS, configureApp } from '../../src/bootstrap';
 import { createLogger, type AppLogger } from '../../src/common/logger';
 import { loadConfig, type AppConfig } from '../../src/config/config';
@@ -37,11 +37,16 @@ async function openTestDatabase(config: AppConfig, logger: AppLogger): Promise<D
   return DatabaseConnection.fromPglite(client);
 }
 
+export interface TestAppOptions {
+  /** test-only modules to mount beside the production ones (e.g. controllers with write routes) */
+  extraImports?: AppModuleOptions['extraImports'];
+}
+
 /**
  * The production app (same module, same bootstrap) on a copy of the migrated
  * template database, or on `DATABASE_URL` when set (`npm run test:pg`).
  */
-export async function createTestApp(overrides: Partial<AppConfig> = {}): Promise<TestApp> {
+export async function createTestApp(overrides: Partial<AppConfig> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -61,7 +66,7 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}): Promise
   );
   const logger = createLogger(config, sink);
   const connection = await openTestDatabase(config, logger);
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config, logger, { connection })] })
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config, logger, { connection, extraImports: options.extraImports })] })
     .setLogger(false as never)
     .compile();
   const app = moduleRef.createNestApplication(APP_OPTIONS);
