@@ -23,8 +23,6 @@ import { TeamModule } from './team/team.module';
 export interface AppModuleOptions {
   /** an open connection to use instead of opening one from the config (tests) */
   connection?: DatabaseConnection;
-  /** more modules to mount (tests mount test-only controllers this way) */
-  extraImports?: DynamicModule['imports'];
 }
 
 /**
@@ -47,7 +45,6 @@ export class AppModule {
         FixturesModule,
         OrgsModule,
         TeamModule,
-        ...(options.extraImports ?? []),
       ],
       providers: [
         // global guards run in registration order: the limiter also counts

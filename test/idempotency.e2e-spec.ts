@@ -1,5 +1,6 @@
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { and, count, eq, sql } from 'drizzle-orm';
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { agents, idempotencyRecords } from '../src/database/schema';
 import { IdempotencyRepository } from '../src/idempotency/idempotency.repository';
@@ -502,5 +503,20 @@ describe('OpenAPI: every POST and PATCH documents Idempotency-Key and Idempotent
     expect(item.post.responses['201'].headers['Idempotent-Replayed']).toBeDefined();
     expect(item.post.responses['409'].description).toContain('idempotency_key_reused');
     expect(byId.patch.responses['200'].headers['Idempotent-Replayed']).toBeDefined();
+  });
+
+  it('the document with these additions is still valid OpenAPI 3.1', async () => {
+    const doc = (await t.http.get('/api/v1/openapi.json').expect(200)).body;
+    // the validator is ESM-only: run it in a plain Node process
+    const script = `
+      import { Validator } from '@seriousme/openapi-schema-validator';
+      let text = '';
+      for await (const chunk of process.stdin) text += chunk;
+      const result = await new Validator({ strict: true }).validate(JSON.parse(text));
+      process.stdout.write(JSON.stringify(result));`;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { input: JSON.stringify(doc), encoding: 'utf8', cwd: process.cwd() });
+    const result = JSON.parse(run.stdout);
+    expect(result.errors).toBeUndefined();
+    expect(result.valid).toBe(true);
   });
 });

@@ -1,11 +1,11 @@
 import { PGlite } from '@electric-sql/pglite';
-import type { INestApplication } from '@nestjs/common';
+import type { INestApplication, ModuleMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
-import { AppModule, type AppModuleOptions } from '../../src/app.module';
+import { AppModule } from '../../src/app.module';
 import { APP_OPTIONS, configureApp } from '../../src/bootstrap';
 import { createLogger, type AppLogger } from '../../src/common/logger';
 import { loadConfig, type AppConfig } from '../../src/config/config';
@@ -39,7 +39,7 @@ async function openTestDatabase(config: AppConfig, logger: AppLogger): Promise<D
 
 export interface TestAppOptions {
   /** test-only modules to mount beside the production ones (e.g. controllers with write routes) */
-  extraImports?: AppModuleOptions['extraImports'];
+  extraImports?: NonNullable<ModuleMetadata['imports']>;
 }
 
 /**
@@ -66,7 +66,7 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}, options:
   );
   const logger = createLogger(config, sink);
   const connection = await openTestDatabase(config, logger);
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config, logger, { connection, extraImports: options.extraImports })] })
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config, logger, { connection }), ...(options.extraImports ?? [])] })
     .setLogger(false as never)
     .compile();
   const app = moduleRef.createNestApplication(APP_OPTIONS);
