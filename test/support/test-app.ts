@@ -61,6 +61,10 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}, options:
       cursorSecret: 'test-cursor-secret-0123456789',
       encryptionKey: TEST_ENCRYPTION_KEY,
       jobsEnabled: false,
+      // tests of other features may send thousands of requests with one key
+      // within a minute; rate-limit tests set their own small limits
+      rateLimitPerMinute: 1_000_000,
+      rateLimitPerHour: 100_000_000,
       ...overrides,
     },
   );
