@@ -14,9 +14,13 @@ import type { AppConfig } from './config/config';
 import type { DatabaseConnection } from './database/connection';
 import { DatabaseModule } from './database/database.module';
 import { FixturesModule } from './fixtures/fixtures.module';
+import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
+import { IdempotencyModule } from './idempotency/idempotency.module';
 import { MetaModule } from './meta/meta.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { SourcesModule } from './sources/sources.module';
+import { RateLimitGuard } from './rate-limit/rate-limit.guard';
+import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { TeamModule } from './team/team.module';
 
 export interface AppModuleOptions {
@@ -38,6 +42,8 @@ export class AppModule {
         DatabaseModule.forRoot(options.connection),
         ...(config.jobsEnabled ? [ScheduleModule.forRoot()] : []),
         AuthModule,
+        RateLimitModule,
+        IdempotencyModule,
         MetaModule,
         FixturesModule,
         OrgsModule,
@@ -47,8 +53,14 @@ export class AppModule {
         SourcesModule,
       ],
       providers: [
+        // global guards run in registration order: the limiter also counts
+        // the requests the key guard rejects (bad keys per IP)
+        { provide: APP_GUARD, useExisting: RateLimitGuard },
         { provide: APP_GUARD, useExisting: ApiKeyGuard },
         { provide: APP_PIPE, useClass: ApiValidationPipe },
+        // interceptors nest in registration order: idempotency outside the
+        // envelope, so it stores and replays the full enveloped body
+        { provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor },
         { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
         { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },
       ],

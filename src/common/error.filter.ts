@@ -1,27 +1,10 @@
-import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Inject } from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, Inject } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { ApiError, ErrorCode } from './api-error';
 import { translateDatabaseError } from './database-errors';
+import { frameworkApiError, renderErrorBody } from './error-body';
 import { LOGGER, type AppLogger } from './logger';
 import { REQUEST_ID_HEADER, resolveRequestId, type RequestContext } from './request-context';
-
-interface BodyParserError {
-  type: string;
-}
-
-/**
- * body-parser marks its errors with a `type` (`entity.parse.failed`, …).
- * Nest 12's Express adapter wraps them in an HttpException (400/413) with the
- * original as `cause`, so the mark is looked for on the error and its cause.
- */
-function bodyParserError(exception: unknown): BodyParserError | null {
-  let current: unknown = exception;
-  for (let depth = 0; depth < 3 && current !== null && typeof current === 'object'; depth++) {
-    if (typeof (current as { type?: unknown }).type === 'string') return current as BodyParserError;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return null;
-}
 
 /** Renders every error, ours or the framework's, in the spec's error envelope. */
 @Catch()
@@ -41,40 +24,15 @@ export class ErrorEnvelopeFilter implements ExceptionFilter {
     const error = this.toApiError(exception, requestId);
     adapter.setHeader(response, REQUEST_ID_HEADER, requestId);
     for (const [name, value] of Object.entries(error.headers ?? {})) adapter.setHeader(response, name, value);
-    const body: { error: Record<string, unknown> } = {
-      error: { code: error.code, message: error.message, request_id: requestId },
-    };
-    if (error.details && Object.values(error.details).some((v) => v !== undefined)) body.error.details = error.details;
+    const body = renderErrorBody(error, requestId);
     adapter.reply(response, body, error.status);
   }
 
   private toApiError(exception: unknown, requestId: string): ApiError {
     if (exception instanceof ApiError) return exception;
 
-    const parserError = bodyParserError(exception);
-    if (parserError) {
-      // body-parser failures reach us before any route runs
-      if (parserError.type === 'entity.too.large') {
-        return new ApiError(ErrorCode.PayloadTooLarge, 'The request body exceeds 1 MiB.');
-      }
-      if (parserError.type === 'entity.parse.failed') {
-        return ApiError.validation({ body: ['is not valid JSON'] }, 'The request body is not valid JSON.');
-      }
-      if (parserError.type === 'encoding.unsupported' || parserError.type === 'charset.unsupported') {
-        return ApiError.validation({ body: ['has an unsupported encoding'] }, 'The request body encoding is not supported.');
-      }
-    }
-
-    if (exception instanceof HttpException) {
-      const status = exception.getStatus();
-      if (status === 404) return new ApiError(ErrorCode.NotFound, 'No such endpoint.');
-      if (status === 413) return new ApiError(ErrorCode.PayloadTooLarge, 'The request body exceeds 1 MiB.');
-      if (status === 429) return new ApiError(ErrorCode.RateLimited, 'Rate limit exceeded.');
-      if (status === 400 || status === 422) return ApiError.validation({}, 'The request is not valid.');
-      if (status === 401) return new ApiError(ErrorCode.Unauthorized, 'A valid API key is required.');
-      if (status === 403) return new ApiError(ErrorCode.InsufficientScope, 'The API key lacks the scope this endpoint needs.');
-      if (status === 503) return new ApiError(ErrorCode.ServiceUnavailable, 'The service is temporarily unavailable.');
-    }
+    const framework = frameworkApiError(exception);
+    if (framework) return framework;
 
     const translated = translateDatabaseError(exception);
     if (translated) {

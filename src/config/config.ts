@@ -22,6 +22,8 @@ export interface AppConfig {
   encryptionKey: Buffer;
   rateLimitPerMinute: number;
   rateLimitPerHour: number;
+  /** per-plan overrides of the two rate-limit windows (`RATE_LIMIT_PLANS`), by org plan name */
+  rateLimitPlans: Record<string, RateLimitBudget>;
   /** cron expression of the agent-trash purge; null disables the job */
   trashPurgeCron: string | null;
   /** cron expression of the idempotency-record purge; null disables the job */
@@ -35,6 +37,11 @@ export interface AppConfig {
   jobsEnabled: boolean;
   /** true when the embedded database had no configured secrets and they were generated */
   generatedSecrets: boolean;
+}
+
+export interface RateLimitBudget {
+  perMinute: number;
+  perHour: number;
 }
 
 export class ConfigError extends Error {}
@@ -59,6 +66,26 @@ function cronSetting(env: Env, name: string, fallback: string): string | null {
   const fields = raw.trim().split(/\s+/);
   if (fields.length < 5 || fields.length > 6) throw new ConfigError(`${name} must be a cron expression or "off", got "${raw}"`);
   return raw.trim();
+}
+
+/**
+ * `RATE_LIMIT_PLANS=free:60/1000,pro:600/10000`: plan name, then requests per
+ * minute / per hour. Plans not listed use RATE_LIMIT_PER_MINUTE / _PER_HOUR.
+ */
+export function parseRateLimitPlans(raw: string | undefined): Record<string, RateLimitBudget> {
+  const plans: Record<string, RateLimitBudget> = {};
+  if (raw === undefined || raw.trim() === '') return plans;
+  for (const entry of raw.split(',')) {
+    const match = /^\s*([A-Za-z0-9_-]+)\s*:\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(entry);
+    if (!match) throw new ConfigError(`RATE_LIMIT_PLANS must look like "free:60/1000,pro:600/10000", got "${raw}"`);
+    const [, plan, perMinute, perHour] = match;
+    const budget = { perMinute: Number(perMinute), perHour: Number(perHour) };
+    if (budget.perMinute < 1 || budget.perHour < budget.perMinute) {
+      throw new ConfigError(`RATE_LIMIT_PLANS: ${plan} needs 1 <= per-minute <= per-hour, got ${perMinute}/${perHour}`);
+    }
+    plans[plan] = budget;
+  }
+  return plans;
 }
 
 interface PersistedSecrets {
@@ -129,6 +156,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig>
     encryptionKey: encryptionKey ?? Buffer.alloc(0),
     rateLimitPerMinute: intSetting(env, 'RATE_LIMIT_PER_MINUTE', 600, 1, 1_000_000),
     rateLimitPerHour: intSetting(env, 'RATE_LIMIT_PER_HOUR', 10_000, 1, 100_000_000),
+    rateLimitPlans: parseRateLimitPlans(env.RATE_LIMIT_PLANS),
     trashPurgeCron: cronSetting(env, 'TRASH_PURGE_CRON', '0 * * * *'),
     idempotencyPurgeCron: cronSetting(env, 'IDEMPOTENCY_PURGE_CRON', '*/10 * * * *'),
     dbStatementTimeoutMs: intSetting(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),

@@ -1,6 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { BEARER_SCHEME } from '../auth/auth.decorators';
+import { documentIdempotency } from '../idempotency/idempotency.openapi';
+import { documentRateLimits } from '../rate-limit/rate-limit.openapi';
 
 export const API_PREFIX = 'api/v1';
 export const API_VERSION = '1.0.0';
@@ -68,5 +70,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       }
     }
   }
+  // cross-cutting behaviour every current and future endpoint gets
+  documentIdempotency(document);
+  documentRateLimits(document);
   return document;
 }

@@ -1,5 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
-import type { DynamicModule, INestApplication, Type } from '@nestjs/common';
+import type { INestApplication, ModuleMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
@@ -11,9 +11,6 @@ import { createLogger, type AppLogger } from '../../src/common/logger';
 import { loadConfig, type AppConfig } from '../../src/config/config';
 import { DatabaseConnection } from '../../src/database/connection';
 import { newSecretKey, parseKey32 } from '../../libs/crypto/crypto';
-
-/** extra modules for a test (e.g. a test-only controller); never part of the served app */
-type ModuleImport = Type<unknown> | DynamicModule;
 
 export interface TestApp {
   app: INestApplication;
@@ -40,11 +37,16 @@ async function openTestDatabase(config: AppConfig, logger: AppLogger): Promise<D
   return DatabaseConnection.fromPglite(client);
 }
 
+export interface TestAppOptions {
+  /** test-only modules to mount beside the production ones (e.g. controllers with write routes) */
+  imports?: NonNullable<ModuleMetadata['imports']>;
+}
+
 /**
  * The production app (same module, same bootstrap) on a copy of the migrated
  * template database, or on `DATABASE_URL` when set (`npm run test:pg`).
  */
-export async function createTestApp(overrides: Partial<AppConfig> = {}, options: { imports?: ModuleImport[] } = {}): Promise<TestApp> {
+export async function createTestApp(overrides: Partial<AppConfig> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -64,6 +66,10 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}, options:
       cursorSecret: 'test-cursor-secret-0123456789',
       encryptionKey: TEST_ENCRYPTION_KEY,
       jobsEnabled: false,
+      // tests of other features may send thousands of requests with one key
+      // within a minute; rate-limit tests set their own small limits
+      rateLimitPerMinute: 1_000_000,
+      rateLimitPerHour: 100_000_000,
       ...overrides,
     },
   );

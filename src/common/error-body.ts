@@ -1,0 +1,73 @@
+import { HttpException } from '@nestjs/common';
+import { ApiError, ErrorCode } from './api-error';
+import { translateDatabaseError } from './database-errors';
+
+interface BodyParserError {
+  type: string;
+}
+
+/**
+ * body-parser marks its errors with a `type` (`entity.parse.failed`, …).
+ * Nest 12's Express adapter wraps them in an HttpException (400/413) with the
+ * original as `cause`, so the mark is looked for on the error and its cause.
+ */
+function bodyParserError(exception: unknown): BodyParserError | null {
+  let current: unknown = exception;
+  for (let depth = 0; depth < 3 && current !== null && typeof current === 'object'; depth++) {
+    if (typeof (current as { type?: unknown }).type === 'string') return current as BodyParserError;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return null;
+}
+
+export interface ErrorResponseBody {
+  error: { code: string; message: string; request_id: string; details?: Record<string, unknown> };
+}
+
+/**
+ * The spec's error envelope for one error. Shared by the exception filter and
+ * the idempotency interceptor, which stores exactly what the filter sends.
+ */
+export function renderErrorBody(error: ApiError, requestId: string): ErrorResponseBody {
+  const body: ErrorResponseBody = { error: { code: error.code, message: error.message, request_id: requestId } };
+  if (error.details && Object.values(error.details).some((v) => v !== undefined)) body.error.details = error.details;
+  return body;
+}
+
+/** Body-parser and Nest's own HTTP exceptions, as the API errors the spec names. */
+export function frameworkApiError(exception: unknown): ApiError | null {
+  const parserError = bodyParserError(exception);
+  if (parserError) {
+    // body-parser failures reach us before any route runs
+    if (parserError.type === 'entity.too.large') {
+      return new ApiError(ErrorCode.PayloadTooLarge, 'The request body exceeds 1 MiB.');
+    }
+    if (parserError.type === 'entity.parse.failed') {
+      return ApiError.validation({ body: ['is not valid JSON'] }, 'The request body is not valid JSON.');
+    }
+    if (parserError.type === 'encoding.unsupported' || parserError.type === 'charset.unsupported') {
+      return ApiError.validation({ body: ['has an unsupported encoding'] }, 'The request body encoding is not supported.');
+    }
+  }
+
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    if (status === 404) return new ApiError(ErrorCode.NotFound, 'No such endpoint.');
+    if (status === 413) return new ApiError(ErrorCode.PayloadTooLarge, 'The request body exceeds 1 MiB.');
+    if (status === 429) return new ApiError(ErrorCode.RateLimited, 'Rate limit exceeded.');
+    if (status === 400 || status === 422) return ApiError.validation({}, 'The request is not valid.');
+    if (status === 401) return new ApiError(ErrorCode.Unauthorized, 'A valid API key is required.');
+    if (status === 403) return new ApiError(ErrorCode.InsufficientScope, 'The API key lacks the scope this endpoint needs.');
+    if (status === 503) return new ApiError(ErrorCode.ServiceUnavailable, 'The service is temporarily unavailable.');
+  }
+  return null;
+}
+
+/**
+ * The API error a thrown value is rendered as, or null when it is unexpected
+ * (the filter logs it and answers 500 `internal_error`). Pure: it never logs.
+ */
+export function knownApiError(exception: unknown): ApiError | null {
+  if (exception instanceof ApiError) return exception;
+  return frameworkApiError(exception) ?? translateDatabaseError(exception);
+}

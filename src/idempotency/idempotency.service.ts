@@ -1,0 +1,87 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { ApiError } from '../common/api-error';
+import { LOGGER, type AppLogger } from '../common/logger';
+import { IdempotencyRepository, type IdempotencyRecord } from './idempotency.repository';
+
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
+export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
+/** spec: stored records expire 24 hours after the first request */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['POST', 'PATCH']);
+const PURGE_BATCH_SIZE = 1000;
+
+/**
+ * 1 to 128 printable ASCII characters, space included (0x20–0x7e). HTTP
+ * strips leading and trailing whitespace from header values, so the key is
+ * what remains; an all-blank header is an empty key and is rejected.
+ */
+const WELL_FORMED_KEY = /^[\x20-\x7e]{1,128}$/;
+
+/** The header's value, null when absent, 422 `validation_failed` naming the header when malformed. */
+export function parseIdempotencyKey(header: string | string[] | undefined): string | null {
+  if (header === undefined) return null;
+  const value = Array.isArray(header) ? header.join(', ') : header;
+  if (!WELL_FORMED_KEY.test(value)) {
+    throw ApiError.validation(
+      { [IDEMPOTENCY_KEY_HEADER]: ['must be 1 to 128 printable ASCII characters'] },
+      `Invalid header: ${IDEMPOTENCY_KEY_HEADER} must be 1 to 128 printable ASCII characters.`,
+    );
+  }
+  return value;
+}
+
+/**
+ * spec: SHA-256 over the method, the path (no query string) and the body
+ * bytes as received — whitespace and key order matter, headers do not.
+ */
+export function requestFingerprint(method: string, path: string, rawBody: Buffer | undefined): string {
+  return createHash('sha256')
+    .update(method.toUpperCase())
+    .update('\n')
+    .update(path)
+    .update('\n')
+    .update(rawBody ?? Buffer.alloc(0))
+    .digest('hex');
+}
+
+/** Which outcomes a retry must get again (see docs/decisions.md, "Idempotency"). */
+export function isStorableStatus(status: number): boolean {
+  if (status >= 200 && status < 300) return true;
+  // the operation's own answers are final; auth, rate limits and faults are not
+  return status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 429;
+}
+
+@Injectable()
+export class IdempotencyService {
+  constructor(
+    private readonly repository: IdempotencyRepository,
+    @Inject(LOGGER) private readonly logger: AppLogger,
+  ) {}
+
+  findLive(orgId: string, key: string, now = new Date()): Promise<IdempotencyRecord | null> {
+    return this.repository.findLive(orgId, key, now);
+  }
+
+  /** Stores the outcome of the first request; false when another racer's record was kept. */
+  record(orgId: string, key: string, outcome: IdempotencyRecord, startedAt: Date): Promise<boolean> {
+    return this.repository.save(orgId, {
+      key,
+      ...outcome,
+      createdAt: startedAt,
+      expiresAt: new Date(startedAt.getTime() + IDEMPOTENCY_WINDOW_MS),
+    });
+  }
+
+  /** Deletes every record expired at `now`, batch by batch; returns how many. */
+  async purgeExpired(now = new Date(), batchSize = PURGE_BATCH_SIZE): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const deleted = await this.repository.deleteExpiredBatch(now, batchSize);
+      total += deleted;
+      if (deleted < batchSize) break;
+    }
+    if (total > 0) this.logger.info({ deleted: total }, 'purged expired idempotency records');
+    return total;
+  }
+}
