@@ -3,7 +3,10 @@ import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { ApiKeyGuard } from './auth/api-key.guard';
 import { AuthModule } from './auth/auth.module';
+import { ChatbotsModule } from './chatbots/chatbots.module';
 import { CoreModule } from './common/core.module';
+import { ConnectorsModule } from './connectors/connectors.module';
+import { ConversationsModule } from './conversations/conversations.module';
 import { EnvelopeInterceptor } from './common/envelope';
 import { ErrorEnvelopeFilter } from './common/error.filter';
 import type { AppLogger } from './common/logger';
@@ -15,6 +18,8 @@ import { FixturesModule } from './fixtures/fixtures.module';
 import { MetaModule } from './meta/meta.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { TeamModule } from './team/team.module';
+import { TriggersModule } from './triggers/triggers.module';
+import { AnalyticsModule } from './analytics/analytics.module';
 
 export interface AppModuleOptions {
   /** an open connection to use instead of opening one from the config (tests) */
@@ -39,6 +44,11 @@ export class AppModule {
         FixturesModule,
         OrgsModule,
         TeamModule,
+        ConnectorsModule,
+        ConversationsModule,
+        TriggersModule,
+        ChatbotsModule,
+        AnalyticsModule,
       ],
       providers: [
         { provide: APP_GUARD, useExisting: ApiKeyGuard },
