@@ -1,3 +1,4 @@
+import type { Response } from 'supertest';
 import { newId } from '../libs/ids/ids';
 import { createOrg, type TestOrg } from './support/factories';
 import { insertAgent, insertConversation } from './support/readside-rows';
@@ -307,7 +308,7 @@ describe('Conversations', () => {
       const contents: string[] = [];
       let cursor: string | null = null;
       do {
-        const res = await t.http
+        const res: Response = await t.http
           .get(`/api/v1/conversations/${id}/messages?limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
           .set('Authorization', org.auth);
         expect(res.status).toBe(200);
