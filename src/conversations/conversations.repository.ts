@@ -89,6 +89,11 @@ export class ConversationsRepository {
 
   /** Newest first, keyset on id; every filter maps to an indexed predicate (see docs/decisions.md). */
   list(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[]> {
+    return this.listQuery(orgId, filters, afterId, fetch);
+  }
+
+  /** The list query itself, unexecuted (the benchmark prints its plan with EXPLAIN ANALYZE). */
+  listQuery(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number) {
     const c = conversations;
     const where: Array<SQL | undefined> = [
       eq(c.orgId, orgId),
@@ -104,9 +109,11 @@ export class ConversationsRepository {
       filters.lastMessageBefore ? lte(c.lastMessageAt, new Date(filters.lastMessageBefore)) : undefined,
       filters.ticketId !== undefined ? sql`${c.ticketIds} @> array[${filters.ticketId}]::text[]` : undefined,
       ...Object.entries(filters.metadata ?? {}).map(([key, value]) => metadataMatch(key, value)),
-      filters.q !== undefined ? sql`${c.title} ilike ${likeContains(filters.q)} escape '\\'` : undefined,
-      filters.isSimulation !== undefined ? eq(c.isSimulation, filters.isSimulation) : undefined,
-      filters.isOnboarding !== undefined ? eq(c.isOnboarding, filters.isOnboarding) : undefined,
+      // backslash is LIKE's default escape character; without an ESCAPE clause the trigram index applies
+      filters.q !== undefined ? sql`${c.title} ilike ${likeContains(filters.q)}` : undefined,
+      // literal predicates (not parameters), so the partial indexes `where is_simulation` / `where is_onboarding` match
+      filters.isSimulation === undefined ? undefined : filters.isSimulation ? sql`${c.isSimulation}` : sql`not ${c.isSimulation}`,
+      filters.isOnboarding === undefined ? undefined : filters.isOnboarding ? sql`${c.isOnboarding}` : sql`not ${c.isOnboarding}`,
       afterId === null ? undefined : lt(c.id, afterId),
     ];
     return this.db

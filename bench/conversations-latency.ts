@@ -1,0 +1,100 @@
+/**
+ * Seeds N conversations (default 100,000) into one organization of an
+ * in-memory PGlite and reports the latency of GET /conversations's list query
+ * for every filter, plus the plan's scan types (EXPLAIN ANALYZE).
+ *
+ *   node -r ./bench/register.js bench/conversations-latency.ts [count] [--plans]
+ */
+import { PGlite } from '@electric-sql/pglite';
+import { newId } from '../libs/ids/ids';
+import type { ConversationFilters } from '../src/conversations/conversations.filters';
+import { ConversationsRepository } from '../src/conversations/conversations.repository';
+import { DatabaseConnection, PGLITE_EXTENSIONS } from '../src/database/connection';
+import { orgs } from '../src/database/schema';
+import { seedConversations } from './seed-conversations';
+
+const RUNS = 30;
+
+async function main(): Promise<void> {
+  const count = Number(process.argv.find((arg) => /^\d+$/.test(arg)) ?? 100_000);
+  const showPlans = process.argv.includes('--plans');
+  const client = await PGlite.create({ extensions: PGLITE_EXTENSIONS });
+  const connection = DatabaseConnection.fromPglite(client);
+  await connection.migrate();
+  const db = connection.db;
+
+  const orgId = newId('org');
+  const otherOrg = newId('org');
+  for (const id of [orgId, otherOrg]) {
+    await db.insert(orgs).values({
+      id,
+      name: id,
+      slug: id.replace('_', '-'),
+      plan: 'pro',
+      credits: { total: 0, used: 0, remaining: 0, top_up: 0, reset_at: null },
+      limits: { agents: null, connectors: null, sources: null, chatbots: null, scheduled_triggers: null, custom_tool_slots: null },
+    });
+  }
+  const seedStarted = performance.now();
+  // a second organization with a tenth of the rows, so org_id has to discriminate
+  await seedConversations(db, otherOrg, Math.floor(count / 10));
+  await seedConversations(db, orgId, count);
+  const seedMs = performance.now() - seedStarted;
+
+  const repository = new ConversationsRepository(db);
+  const agentId = `agent_${(0x6650a100 + 3).toString(16).padStart(8, '0')}0000000000000000`;
+  const [sample] = await repository.list(orgId, { source: 'sub-agent' }, null, 1);
+  const [ticketed] = await repository.list(orgId, { source: 'autonomous', conversationNumber: undefined }, null, 1);
+  const recent = new Date(Date.now() - 7 * 86_400_000).toISOString();
+  const old = new Date(Date.now() - 300 * 86_400_000).toISOString();
+  const scenarios: Array<[string, ConversationFilters]> = [
+    ['no filter (newest page)', {}],
+    ['agent_id', { agentId }],
+    ['source=autonomous', { source: 'autonomous' }],
+    ['source=sub-agent', { source: 'sub-agent' }],
+    ['parent_conversation_id (+source=sub-agent)', { source: 'sub-agent', parentConversationId: sample?.parentConversationId ?? 'conv_x' }],
+    ['model', { model: 'claude-sonnet-4' }],
+    ['conversation_number', { conversationNumber: Math.floor(count / 2) }],
+    ['created_after (last 7 days)', { createdAfter: recent }],
+    ['created_before (older than 300 days)', { createdBefore: old }],
+    ['last_message_after (last 7 days)', { lastMessageAfter: recent }],
+    ['last_message_before (older than 300 days)', { lastMessageBefore: old }],
+    ['ticket_id', { ticketId: String((ticketed?.metadata?.ticketId ?? ticketed?.metadata?.ticket_id) ?? 'none') }],
+    ['metadata[channel]=email', { metadata: { channel: 'email' } }],
+    ['metadata[page]=/docs/refund', { metadata: { page: '/docs/refund' } }],
+    ['metadata[ticketId]=N (rare)', { metadata: { ticketId: String(100_000 + Math.floor(count / 2)) } }],
+    ['q=refund', { q: 'refund' }],
+    ['q=#4242 (rare)', { q: `#${Math.floor(count / 4)}2` }],
+    ['is_simulation=true', { isSimulation: true }],
+    ['is_onboarding=true', { isOnboarding: true }],
+    ['agent_id+source+model+created_after', { agentId, source: 'dashboard', model: 'gpt-4o', createdAfter: old }],
+  ];
+
+  console.log(`seeded ${count} conversations (+${Math.floor(count / 10)} in another org) in ${(seedMs / 1000).toFixed(1)} s`);
+  console.log(`limit 25 (fetch 26), ${RUNS} runs each after 3 warm-ups; milliseconds`);
+  console.log(['filter'.padEnd(44), 'rows', '  p50', '  p95', '  max', ' plan'].join('\t'));
+  for (const [name, filters] of scenarios) {
+    for (let i = 0; i < 3; i += 1) await repository.list(orgId, filters, null, 26);
+    const times: number[] = [];
+    let rows = 0;
+    for (let i = 0; i < RUNS; i += 1) {
+      const started = performance.now();
+      rows = (await repository.list(orgId, filters, null, 26)).length;
+      times.push(performance.now() - started);
+    }
+    times.sort((a, b) => a - b);
+    const query = repository.listQuery(orgId, filters, null, 26).toSQL();
+    const plan = await client.query<{ 'QUERY PLAN': string }>(`explain (analyze, costs off) ${query.sql}`, query.params as unknown[]);
+    const lines = plan.rows.map((row) => row['QUERY PLAN']);
+    const scans = [...new Set(lines.flatMap((line) => /(Seq Scan|Index Only Scan Backward|Index Scan Backward|Index Only Scan|Index Scan|Bitmap Index Scan|Bitmap Heap Scan)(?: using (\w+))?/.exec(line)?.slice(1, 3).filter(Boolean).join(' ') ?? []))];
+    const pct = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))].toFixed(2).padStart(5);
+    console.log([name.padEnd(44), String(rows).padStart(4), pct(0.5), pct(0.95), times[times.length - 1].toFixed(2).padStart(5), ' ' + scans.join(', ')].join('\t'));
+    if (showPlans) console.log(lines.map((line) => `    ${line}`).join('\n'));
+  }
+  await connection.close();
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
