@@ -1,4 +1,4 @@
-import { Controller, Get, Param, Query } from '@nestjs/common';
+import { applyDecorators, Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import type { Page } from '../common/envelope';
@@ -8,6 +8,44 @@ import type { AuthContext } from '../common/request-context';
 import { ConversationDetailDto, ConversationDetailQuery, ConversationListQuery, ConversationSummaryDto, MessageDto } from './conversations.dto';
 import { ConversationListQueryPipe, type ConversationListRequest } from './conversations.filters';
 import { ConversationsService } from './conversations.service';
+
+/**
+ * The list's query parameters, documented from the DTO's own metadata (the
+ * handler receives the pipe's normalized request, so Swagger cannot see the
+ * DTO), with the enums of `source` and the boolean flags spelled out.
+ */
+function ApiConversationListQuery() {
+  const names = ['cursor', 'limit', ...LIST_PARAM_NAMES];
+  return applyDecorators(
+    ...names.map((name) => {
+      const meta = (Reflect.getMetadata('swagger/apiModelProperties', ConversationListQuery.prototype, name) ?? {}) as Record<string, unknown>;
+      const { required: _required, isArray: _isArray, description, enum: values, type, ...schema } = meta;
+      return ApiQuery({
+        name,
+        required: false,
+        description: description as string | undefined,
+        schema: { ...schema, type: typeof type === 'string' ? type : 'string', ...(values ? { enum: values as string[] } : {}) },
+      });
+    }),
+  );
+}
+
+const LIST_PARAM_NAMES = [
+  'agent_id',
+  'source',
+  'model',
+  'parent_conversation_id',
+  'conversation_number',
+  'since',
+  'created_after',
+  'created_before',
+  'last_message_after',
+  'last_message_before',
+  'ticket_id',
+  'q',
+  'is_simulation',
+  'is_onboarding',
+];
 
 const CONVERSATION_ID = {
   name: 'id',
@@ -23,7 +61,7 @@ export class ConversationsController {
   @Get()
   @RequireScope('conversations:read')
   @ApiOperation({ operationId: 'listConversations', summary: 'Conversations, newest first, with filters' })
-  @ApiQuery({ type: ConversationListQuery })
+  @ApiConversationListQuery()
   @ApiQuery({
     name: 'metadata',
     required: false,

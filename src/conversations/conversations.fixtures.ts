@@ -58,8 +58,8 @@ export class ConversationFixture {
   @IsOptional() @IsISO8601() created_at?: string | null;
   @IsOptional() @IsISO8601() updated_at?: string | null;
   @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => MessageFixture) messages?: MessageFixture[];
-  /** any JSON value (the raw webhook payload) */
-  @IsOptional() trigger_payload?: unknown;
+  /** the raw webhook payload: a JSON object (the API documents it as object or null) */
+  @IsOptional() @IsObject() trigger_payload?: Record<string, unknown> | null;
 }
 
 export interface ParsedConversations {
