@@ -140,6 +140,39 @@ describe('Conversations', () => {
     it('is_onboarding=false', () => expectFilter('?is_onboarding=false', { isOnboarding: false }, { isOnboarding: true }));
   });
 
+  describe('created_before / last_message_before: every row at or before the bound, whatever its id', () => {
+    it.each([
+      ['created_before', 'createdAt'],
+      ['last_message_before', 'lastMessageAt'],
+    ] as const)('%s pages through rows with older ids and backdated rows with newer ids, newest id first', async (param, column) => {
+      const org = await createOrg(t.app);
+      const bound = new Date('2026-06-01T12:00:00.500Z');
+      const at = (iso: string) => new Date(iso);
+      // ids minted at the given second; the time column set independently
+      const row = (idAt: string, time: string) =>
+        insertConversation(t.connection.db, org.orgId, { id: newId('conversation', at(idAt)), [column]: at(time) });
+      const oldOnTime = await row('2026-05-01T00:00:00Z', '2026-05-01T00:00:00Z');
+      const sameSecond = await row('2026-06-01T12:00:00Z', '2026-06-01T12:00:00.400Z');
+      const backdatedNewId = await row('2026-09-01T00:00:00Z', '2026-04-01T00:00:00Z');
+      const backdatedToBound = await row('2026-06-01T12:00:01Z', '2026-06-01T12:00:00.500Z');
+      await row('2026-06-01T12:00:00Z', '2026-06-01T12:00:00.600Z'); // same second, after the bound
+      await row('2026-05-01T00:00:00Z', '2026-07-01T00:00:00Z'); // old id, time after the bound
+      await row('2026-10-01T00:00:00Z', '2026-10-01T00:00:00Z');
+      const expected = [backdatedNewId, backdatedToBound, sameSecond, oldOnTime].sort().reverse();
+
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const res: Response = await list(org, `?${param}=${bound.toISOString()}&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        expect(res.status).toBe(200);
+        seen.push(...ids(res));
+        cursor = res.body.meta.next_cursor;
+      } while (cursor);
+      expect(seen).toEqual(expected);
+      expect(ids(await list(org, `?${param}=${bound.toISOString()}`))).toEqual(expected);
+    });
+  });
+
   describe('sub-agent runs appear only when source=sub-agent is passed', () => {
     it('hides them by default and by parent, shows them with source=sub-agent', async () => {
       const org = await createOrg(t.app);

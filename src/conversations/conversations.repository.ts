@@ -92,10 +92,44 @@ export class ConversationsRepository {
     return this.listQuery(orgId, filters, afterId, fetch);
   }
 
-  /** The list query itself, unexecuted (the benchmark prints its plan with EXPLAIN ANALYZE). */
+  /**
+   * The list query itself, unexecuted (the benchmark prints its plan with EXPLAIN ANALYZE).
+   *
+   * With `created_before` / `last_message_before` a plain `ORDER BY id DESC` scan
+   * would walk every newer row before reaching the bound (the planner cannot know
+   * ids and times are correlated). Ids start with their creation second, so the
+   * query is split: rows with an id below the bound's second (index scan from the
+   * bound down), plus the few rows whose time is earlier than their own id time
+   * (partial index `…_early_idx`, migration 0003) — together exactly the rows
+   * that can satisfy the bound.
+   */
   listQuery(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number) {
     const c = conversations;
-    const where: Array<SQL | undefined> = [
+    const where = this.filterConditions(orgId, filters, afterId);
+    const bound = filters.createdBefore
+      ? { at: filters.createdBefore, early: sql`${c.createdAt} < conversation_id_time(${c.id})` }
+      : filters.lastMessageBefore
+        ? { at: filters.lastMessageBefore, early: sql`${c.lastMessageAt} < conversation_id_time(${c.id})` }
+        : null;
+    const select = (conditions: Array<SQL | undefined>) =>
+      this.db
+        .select(summaryColumns)
+        .from(c)
+        .where(and(...conditions))
+        .orderBy(desc(c.id))
+        .limit(fetch);
+    const seconds = bound ? Math.floor(Date.parse(bound.at) / 1000) + 1 : 0;
+    if (!bound || seconds > 0xffffffff) return select(where);
+    const boundId = `conv_${Math.max(0, seconds).toString(16).padStart(8, '0')}${'0'.repeat(16)}`;
+    return select([...where, lt(c.id, boundId)])
+      .unionAll(select([...where, gte(c.id, boundId), bound.early]))
+      .orderBy(desc(c.id))
+      .limit(fetch);
+  }
+
+  private filterConditions(orgId: string, filters: ConversationFilters, afterId: string | null): Array<SQL | undefined> {
+    const c = conversations;
+    return [
       eq(c.orgId, orgId),
       // spec: sub-agent runs are returned only when source=sub-agent is passed explicitly
       filters.source ? eq(c.source, filters.source) : ne(c.source, 'sub-agent'),
@@ -116,12 +150,6 @@ export class ConversationsRepository {
       filters.isOnboarding === undefined ? undefined : filters.isOnboarding ? sql`${c.isOnboarding}` : sql`not ${c.isOnboarding}`,
       afterId === null ? undefined : lt(c.id, afterId),
     ];
-    return this.db
-      .select(summaryColumns)
-      .from(c)
-      .where(and(...where))
-      .orderBy(desc(c.id))
-      .limit(fetch);
   }
 
   /**
