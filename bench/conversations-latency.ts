@@ -17,7 +17,7 @@ import { createLogger } from '../src/common/logger';
 import { loadConfig } from '../src/config/config';
 import { ConversationsRepository } from '../src/conversations/conversations.repository';
 import { DatabaseConnection, PGLITE_EXTENSIONS } from '../src/database/connection';
-import { orgs } from '../src/database/schema';
+import { agents, orgs } from '../src/database/schema';
 import { seedConversations } from './seed-conversations';
 
 const RUNS = 30;
@@ -132,6 +132,33 @@ async function main(): Promise<void> {
     times.sort((a, b) => a - b);
     const pct = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))].toFixed(2).padStart(5);
     console.log([name.padEnd(44), String(rows).padStart(4), pct(0.5), pct(0.95), times[times.length - 1].toFixed(2).padStart(5)].join('\t'));
+  }
+
+  // analytics of one agent (a twentieth of the conversations): totals + daily series
+  await db.insert(agents).values({ id: agentId, orgId, handle: 'bench-agent', name: 'Bench agent' });
+  const analytics = async (query: string) => {
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/analytics/agents/${agentId}${query}`, { headers: { authorization: `Bearer ${analyticsKey.token}` } });
+    if (res.status !== 200) throw new Error(`analytics${query}: HTTP ${res.status} ${await res.text()}`);
+    return ((await res.json()) as { data: { totals: { conversations: number } } }).data.totals.conversations;
+  };
+  const analyticsKey = await app.get(ApiKeysService).create({ orgId, label: 'bench', scopes: ['analytics:read'] });
+  const yearAgo = new Date(Date.now() - 365 * 86_400_000).toISOString();
+  console.log('\nHTTP GET /api/v1/analytics/agents/{agent_id}:');
+  for (const [name, query] of [
+    ['default window (30 days), 25 days', ''],
+    ['365 days, 100 days per page', `?since=${yearAgo}&limit=100`],
+  ] as const) {
+    for (let i = 0; i < 3; i += 1) await analytics(query);
+    const times: number[] = [];
+    let total = 0;
+    for (let i = 0; i < RUNS; i += 1) {
+      const started = performance.now();
+      total = await analytics(query);
+      times.push(performance.now() - started);
+    }
+    times.sort((a, b) => a - b);
+    const pct = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))].toFixed(2).padStart(5);
+    console.log([name.padEnd(44), String(total).padStart(5), pct(0.5), pct(0.95), times[times.length - 1].toFixed(2).padStart(5)].join('\t'));
   }
   await app.close();
 }
