@@ -54,7 +54,8 @@ export class AnalyticsRepository {
         (count(*) filter (where w.source = 'autonomous'))::int as autonomous_source,
         (count(*) filter (where w.source = 'embed'))::int as embed,
         (count(*) filter (where w.source = 'sub-agent'))::int as sub_agent,
-        (select count(distinct ticket)::int from windowed, unnest(windowed.ticket_ids) as ticket) as distinct_tickets
+        (select count(distinct ticket)::int from windowed, unnest(windowed.ticket_ids) as ticket
+          where cardinality(windowed.ticket_ids) > 0) as distinct_tickets
       from agents a
       left join windowed w on true
       where a.org_id = ${orgId} and a.id = ${agentId}
@@ -85,7 +86,8 @@ export class AnalyticsRepository {
     const result = await this.db.execute(sql`
       with days as (
         select d::date as day
-        from generate_series(${fromDay}::date, (${since}::timestamptz at time zone 'UTC')::date, interval '-1 day') as d
+        -- timestamp without time zone throughout, so the session's TimeZone cannot shift a day
+        from generate_series(${fromDay}::date::timestamp, (${since}::timestamptz at time zone 'UTC')::date::timestamp, interval '-1 day') as d
         limit ${fetch}
       )
       select

@@ -16,7 +16,7 @@ export class ChatbotsRepository {
       .select(viewColumns)
       .from(chatbots)
       .where(and(eq(chatbots.orgId, sql.placeholder('orgId')), eq(chatbots.id, sql.placeholder('id'))))
-      .prepare('chatbots_by_id');
+      .prepare('chatbot_detail_by_id');
   }
 
   async findById(orgId: string, id: string): Promise<ChatbotViewRow | null> {

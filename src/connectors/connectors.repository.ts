@@ -17,7 +17,7 @@ export class ConnectorsRepository {
       .select()
       .from(connectors)
       .where(and(eq(connectors.orgId, sql.placeholder('orgId')), eq(connectors.id, sql.placeholder('id'))))
-      .prepare('connectors_by_id');
+      .prepare('connector_detail_by_id');
   }
 
   async findById(orgId: string, id: string): Promise<ConnectorRow | null> {

@@ -41,18 +41,18 @@ export class ConversationsRepository {
       .select(summaryColumns)
       .from(conversations)
       .where(and(eq(conversations.orgId, sql.placeholder('orgId')), eq(conversations.id, sql.placeholder('id'))))
-      .prepare('conversations_by_id');
+      .prepare('conversation_detail_by_id');
     this.byIdWithPayload = db
       .select({ ...summaryColumns, triggerPayload: conversations.triggerPayload })
       .from(conversations)
       .where(and(eq(conversations.orgId, sql.placeholder('orgId')), eq(conversations.id, sql.placeholder('id'))))
-      .prepare('conversations_by_id_with_payload');
+      .prepare('conversation_detail_by_id_with_payload');
     this.messagesOf = db
       .select(messageColumns)
       .from(messages)
       .where(and(eq(messages.orgId, sql.placeholder('orgId')), eq(messages.conversationId, sql.placeholder('conversationId'))))
       .orderBy(asc(messages.id))
-      .prepare('messages_of_conversation');
+      .prepare('conversation_detail_thread');
   }
 
   async findById(orgId: string, id: string, withPayload: boolean): Promise<(ConversationSummaryRow & { triggerPayload?: unknown }) | null> {

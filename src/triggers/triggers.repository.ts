@@ -29,7 +29,7 @@ export class TriggersRepository {
       .select(viewColumns)
       .from(triggers)
       .where(and(eq(triggers.orgId, sql.placeholder('orgId')), eq(triggers.id, sql.placeholder('id'))))
-      .prepare('triggers_by_id');
+      .prepare('trigger_detail_by_id');
   }
 
   async findById(orgId: string, id: string): Promise<TriggerViewRow | null> {
