@@ -16,6 +16,14 @@ export type ConversationSummaryRow = Omit<ConversationRow, 'triggerPayload' | 't
 const { orgId: _messageOrg, conversationId: _messageConversation, ...messageColumns } = getTableColumns(messages);
 export type MessageViewRow = Omit<MessageRow, 'orgId' | 'conversationId'>;
 
+/**
+ * The creation second encoded at the start of a conversation id, as a time.
+ * Spelled exactly like the predicates of the `…_early_idx` partial indexes
+ * (migration 0003), so the planner matches them; inline rather than a SQL
+ * function, so the query stays correct even where that migration is missing.
+ */
+const ID_TIME = sql.raw(`to_timestamp(('x' || substr("conversations"."id", 6, 8))::bit(32)::bigint)`);
+
 /** `%`, `_` and `\` are ILIKE wildcards / the escape character: make them literal. */
 export function likeContains(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -107,9 +115,9 @@ export class ConversationsRepository {
     const c = conversations;
     const where = this.filterConditions(orgId, filters, afterId);
     const bound = filters.createdBefore
-      ? { at: filters.createdBefore, early: sql`${c.createdAt} < conversation_id_time(${c.id})` }
+      ? { at: filters.createdBefore, early: sql`${c.createdAt} < ${ID_TIME}` }
       : filters.lastMessageBefore
-        ? { at: filters.lastMessageBefore, early: sql`${c.lastMessageAt} < conversation_id_time(${c.id})` }
+        ? { at: filters.lastMessageBefore, early: sql`${c.lastMessageAt} < ${ID_TIME}` }
         : null;
     const select = (conditions: Array<SQL | undefined>) =>
       this.db
