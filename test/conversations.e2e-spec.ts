@@ -377,6 +377,15 @@ describe('Conversations', () => {
     });
   });
 
+  describe('organization status', () => {
+    it('a suspended organization cannot read conversations (403 org_inactive)', async () => {
+      const org = await createOrg(t.app, { status: 'suspended' });
+      const res = await list(org, '');
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe('org_inactive');
+    });
+  });
+
   describe('organization isolation', () => {
     it("org B sees none of org A's conversations and gets 404 for their ids", async () => {
       const orgA = await createOrg(t.app);

@@ -101,6 +101,18 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
     await expect(loader.load(document)).rejects.toMatchObject({ name: 'FixtureError', path });
   });
 
+  it('an id owned by another organization is refused and nothing of the fixture is written', async () => {
+    const shared = newId('conversation');
+    const first = orgDocument({ conversations: [{ id: shared, source: 'dashboard', title: 'Org A secret' }] });
+    await loader.load(first.document);
+    const second = orgDocument({ connectors: [{ type: 'slack', name: 'B' }], conversations: [{ id: shared, source: 'dashboard', title: 'hijack' }] });
+    await expect(loader.load(second.document)).rejects.toThrow(/belongs to another organization/);
+    const a = await t.http.get(`/api/v1/conversations/${shared}`).set('Authorization', `Bearer ${first.token}`);
+    expect(a.body.data.title).toBe('Org A secret');
+    const b = await t.http.get('/api/v1/connectors').set('Authorization', `Bearer ${second.token}`);
+    expect(b.status).toBe(401);
+  });
+
   it('derives ticket ids and conversation numbers; sub-agent runs get none', async () => {
     const parent = newId('conversation');
     const { document, token } = orgDocument({
