@@ -35,7 +35,7 @@ export class ConversationsService {
     const page = this.paginator.request(`messages:${id}`, query);
     const rows = await this.repository.pageMessages(orgId, id, page.afterId, page.fetch);
     if (!rows) throw ApiError.notFound('Conversation');
-    return this.paginator.page(rows as Array<(typeof rows)[number] & { id: string }>, page).map(mapMessage);
+    return this.paginator.page(rows, page).map(mapMessage);
   }
 
   private conversationId(raw: string): string {
