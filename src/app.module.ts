@@ -4,8 +4,11 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { AgentsModule } from './agents/agents.module';
 import { ApiKeyGuard } from './auth/api-key.guard';
 import { AuthModule } from './auth/auth.module';
+import { ChatbotsModule } from './chatbots/chatbots.module';
 import { CoreModule } from './common/core.module';
 import { CustomToolsModule } from './custom-tools/custom-tools.module';
+import { ConnectorsModule } from './connectors/connectors.module';
+import { ConversationsModule } from './conversations/conversations.module';
 import { EnvelopeInterceptor } from './common/envelope';
 import { ErrorEnvelopeFilter } from './common/error.filter';
 import type { AppLogger } from './common/logger';
@@ -22,6 +25,8 @@ import { SourcesModule } from './sources/sources.module';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { TeamModule } from './team/team.module';
+import { TriggersModule } from './triggers/triggers.module';
+import { AnalyticsModule } from './analytics/analytics.module';
 
 export interface AppModuleOptions {
   /** an open connection to use instead of opening one from the config (tests) */
@@ -51,6 +56,11 @@ export class AppModule {
         AgentsModule,
         CustomToolsModule,
         SourcesModule,
+        ConnectorsModule,
+        ConversationsModule,
+        TriggersModule,
+        ChatbotsModule,
+        AnalyticsModule,
       ],
       providers: [
         // global guards run in registration order: the limiter also counts

@@ -15,6 +15,17 @@ export class Page<T> {
   }
 }
 
+/**
+ * A single resource that carries a paginated part (the daily series of agent
+ * analytics): rendered as `data: resource` plus `meta.next_cursor`.
+ */
+export class PagedResource<T> {
+  constructor(
+    readonly resource: T,
+    readonly nextCursor: string | null,
+  ) {}
+}
+
 export interface SuccessEnvelope<T> {
   data: T;
   meta: { request_id: string; next_cursor?: string | null };
@@ -24,9 +35,12 @@ const RAW_RESPONSE = 'raw-response';
 /** The handler's return value is the whole body (only `GET /openapi.json`). */
 export const RawResponse = () => SetMetadata(RAW_RESPONSE, true);
 
-export function envelope<T>(result: T | Page<T>, requestId: string): SuccessEnvelope<T | T[]> {
+export function envelope<T>(result: T | Page<T> | PagedResource<T>, requestId: string): SuccessEnvelope<T | T[]> {
   if (result instanceof Page) {
     return { data: result.items, meta: { request_id: requestId, next_cursor: result.nextCursor } };
+  }
+  if (result instanceof PagedResource) {
+    return { data: result.resource, meta: { request_id: requestId, next_cursor: result.nextCursor } };
   }
   return { data: result, meta: { request_id: requestId } };
 }

@@ -46,9 +46,13 @@ const RATE_LIMIT_HEADERS_DOC = {
 };
 
 /** Success response in the envelope: `data` is `model` (or an array of it for lists). */
-export function ApiEnvelope(model: Type<unknown>, options: { status?: 200 | 201; list?: boolean; description?: string } = {}) {
+export function ApiEnvelope(
+  model: Type<unknown>,
+  /** `paginated`: a single resource whose inner series is paginated (meta carries `next_cursor`) */
+  options: { status?: 200 | 201; list?: boolean; paginated?: boolean; description?: string } = {},
+) {
   const data = options.list ? { type: 'array', items: { $ref: getSchemaPath(model) } } : { $ref: getSchemaPath(model) };
-  const meta = { $ref: getSchemaPath(options.list ? ListResponseMeta : ResponseMeta) };
+  const meta = { $ref: getSchemaPath(options.list || options.paginated ? ListResponseMeta : ResponseMeta) };
   return applyDecorators(
     ApiExtraModels(model, ResponseMeta, ListResponseMeta),
     ApiResponse({

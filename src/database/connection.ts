@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import { migrate as migrateNodePg } from 'drizzle-orm/node-postgres/migrator';
@@ -12,6 +13,13 @@ import type { AppConfig } from '../config/config';
 import type { Database } from './database.types';
 import { PgliteDirectoryLock } from './pglite-lock';
 import * as schema from './schema';
+
+/**
+ * Extensions every embedded database is opened with. A data directory whose
+ * migrations created a trigram index must be opened with pg_trgm loaded, so
+ * everything that creates a PGlite (server, CLI, tests) passes these.
+ */
+export const PGLITE_EXTENSIONS = { pg_trgm };
 
 /** Arbitrary constant shared by every instance: serializes migrations across processes. */
 const MIGRATION_LOCK_KEY = 7_214_091_337;
@@ -59,14 +67,14 @@ export class DatabaseConnection {
 
   private static async openPglite(config: AppConfig): Promise<DatabaseConnection> {
     if (config.pgliteDir === 'memory') {
-      const client = await PGlite.create();
+      const client = await PGlite.create({ extensions: PGLITE_EXTENSIONS });
       return DatabaseConnection.fromPglite(client);
     }
     const dir = resolve(config.pgliteDir);
     const lock = PgliteDirectoryLock.acquire(dir);
     try {
       mkdirSync(dir, { recursive: true });
-      const client = await PGlite.create({ dataDir: dir });
+      const client = await PGlite.create({ dataDir: dir, extensions: PGLITE_EXTENSIONS });
       return DatabaseConnection.fromPglite(client, async () => {
         try {
           await client.close();

@@ -205,6 +205,11 @@ export const conversations = pgTable(
     index('conversations_org_model_idx').on(t.orgId, t.model, t.id),
     index('conversations_org_last_message_idx').on(t.orgId, t.lastMessageAt),
     index('conversations_org_created_idx').on(t.orgId, t.createdAt),
+    // agent analytics: one agent's conversations over a created_at window (totals and per-day buckets)
+    index('conversations_org_agent_created_idx').on(t.orgId, t.agentId, t.createdAt),
+    // rare flags: small partial indexes keep is_onboarding=true / is_simulation=true off a full scan
+    index('conversations_org_onboarding_idx').on(t.orgId, t.id).where(sql`${t.isOnboarding}`),
+    index('conversations_org_simulation_idx').on(t.orgId, t.id).where(sql`${t.isSimulation}`),
     index('conversations_ticket_ids_gin').using('gin', t.ticketIds),
     index('conversations_metadata_gin').using('gin', sql`${t.metadata} jsonb_path_ops`),
   ],

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseConnection, migrationsFolder } from '../../src/database/connection';
+import { DatabaseConnection, migrationsFolder, PGLITE_EXTENSIONS } from '../../src/database/connection';
 
 /**
  * Migrate once per run, then every test file starts from a copy of the
@@ -21,7 +21,7 @@ export default async function globalSetup(): Promise<void> {
   const path = join(tmpdir(), `agent-platform-template-${hash.digest('hex').slice(0, 16)}.tar.gz`);
   process.env.PGLITE_TEMPLATE = path;
   if (existsSync(path)) return;
-  const client = await PGlite.create();
+  const client = await PGlite.create({ extensions: PGLITE_EXTENSIONS });
   const connection = DatabaseConnection.fromPglite(client);
   await connection.migrate();
   const dump = await client.dumpDataDir('gzip');

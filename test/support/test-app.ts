@@ -9,7 +9,7 @@ import { AppModule } from '../../src/app.module';
 import { APP_OPTIONS, configureApp } from '../../src/bootstrap';
 import { createLogger, type AppLogger } from '../../src/common/logger';
 import { loadConfig, type AppConfig } from '../../src/config/config';
-import { DatabaseConnection } from '../../src/database/connection';
+import { DatabaseConnection, PGLITE_EXTENSIONS } from '../../src/database/connection';
 import { newSecretKey, parseKey32 } from '../../libs/crypto/crypto';
 
 export interface TestApp {
@@ -33,7 +33,7 @@ async function openTestDatabase(config: AppConfig, logger: AppLogger): Promise<D
   }
   const template = process.env.PGLITE_TEMPLATE;
   if (!template) throw new Error('PGLITE_TEMPLATE is not set: run the tests through jest (globalSetup)');
-  const client = await PGlite.create({ loadDataDir: new Blob([readFileSync(template)]) });
+  const client = await PGlite.create({ loadDataDir: new Blob([readFileSync(template)]), extensions: PGLITE_EXTENSIONS });
   return DatabaseConnection.fromPglite(client);
 }
 

@@ -1,0 +1,60 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsDate, IsOptional } from 'class-validator';
+import { PaginationQuery } from '../common/pagination';
+import { toQueryDate } from '../common/query-values';
+
+const DATE_MESSAGE = { message: '$property must be an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z' };
+export const ANALYTICS_DEFAULT_WINDOW_DAYS = 30;
+
+export class AgentAnalyticsQuery extends PaginationQuery {
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: `Window start (inclusive); default \`until\` minus ${ANALYTICS_DEFAULT_WINDOW_DAYS} days.` })
+  @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
+  since?: Date;
+
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: 'Window end (inclusive); default now.' })
+  @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
+  until?: Date;
+}
+
+export class AnalyticsWindowDto {
+  @ApiProperty({ format: 'date-time' }) since!: string;
+  @ApiProperty({ format: 'date-time' }) until!: string;
+}
+
+export class AnalyticsBySourceDto {
+  @ApiProperty({ type: 'integer' }) dashboard!: number;
+  @ApiProperty({ type: 'integer' }) autonomous!: number;
+  @ApiProperty({ type: 'integer' }) embed!: number;
+  @ApiProperty({ type: 'integer', name: 'sub-agent' }) 'sub-agent'!: number;
+}
+
+export class AnalyticsTotalsDto {
+  @ApiProperty({ type: 'integer', description: 'conversations created in the window (every source, simulations included)' }) conversations!: number;
+  @ApiProperty({ type: 'integer', description: 'messages of those conversations' }) messages!: number;
+  @ApiProperty({ type: 'integer', description: 'credits those conversations used' }) credits_used!: number;
+  @ApiProperty({ type: 'integer', description: 'autonomous runs (started by a trigger)' }) autonomous!: number;
+  @ApiProperty({ type: 'integer', description: 'conversations that were not autonomous' }) non_autonomous!: number;
+  @ApiProperty({ type: 'integer', description: 'test runs from the agent builder' }) simulations!: number;
+  @ApiProperty({ type: 'integer', description: 'distinct ticket ids the conversations were about' }) distinct_tickets!: number;
+  @ApiProperty({ type: AnalyticsBySourceDto }) by_source!: AnalyticsBySourceDto;
+}
+
+export class AnalyticsDayDto {
+  @ApiProperty({ format: 'date', description: 'UTC day' }) date!: string;
+  @ApiProperty({ type: 'integer' }) conversations!: number;
+  @ApiProperty({ type: 'integer' }) messages!: number;
+  @ApiProperty({ type: 'integer' }) credits_used!: number;
+  @ApiProperty({ type: 'integer' }) autonomous!: number;
+}
+
+export class AgentAnalyticsDto {
+  @ApiProperty() agent_id!: string;
+  @ApiProperty({ type: AnalyticsWindowDto }) window!: AnalyticsWindowDto;
+  @ApiProperty({ type: AnalyticsTotalsDto, description: 'over the whole window (the same on every page)' }) totals!: AnalyticsTotalsDto;
+  @ApiProperty({
+    type: [AnalyticsDayDto],
+    description: 'one entry per UTC day of the window (days without conversations included), newest first; paginated by `cursor`/`limit`, next page in `meta.next_cursor`',
+  })
+  daily!: AnalyticsDayDto[];
+}

@@ -1,0 +1,116 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { sql } from 'drizzle-orm';
+import { DATABASE, type Database } from '../database/database.types';
+
+export interface AnalyticsTotalsRow {
+  conversations: number;
+  messages: number;
+  creditsUsed: number;
+  autonomous: number;
+  simulations: number;
+  dashboard: number;
+  autonomousSource: number;
+  embed: number;
+  subAgent: number;
+  distinctTickets: number;
+}
+
+export interface AnalyticsDayRow {
+  /** `YYYY-MM-DD` (UTC): the keyset of the daily series */
+  id: string;
+  conversations: number;
+  messages: number;
+  creditsUsed: number;
+  autonomous: number;
+}
+
+type Raw = Record<string, unknown>;
+const num = (value: unknown): number => Number(value ?? 0);
+
+/** Analytics are SQL aggregates over the conversations table; rows are never loaded into memory. */
+@Injectable()
+export class AnalyticsRepository {
+  constructor(@Inject(DATABASE) private readonly db: Database) {}
+
+  /**
+   * Totals over [since, until] for one agent, in the same query that proves the
+   * agent exists in the organization (null when it does not). Soft-deleted
+   * agents still exist until the trash purge removes them.
+   */
+  async totals(orgId: string, agentId: string, since: Date, until: Date): Promise<AnalyticsTotalsRow | null> {
+    const result = await this.db.execute(sql`
+      with windowed as (
+        select source, autonomous, is_simulation, message_count, credits_used, ticket_ids
+        from conversations
+        where org_id = ${orgId} and agent_id = ${agentId} and created_at >= ${since} and created_at <= ${until}
+      )
+      select
+        count(w.*)::int as conversations,
+        coalesce(sum(w.message_count), 0)::float8 as messages,
+        coalesce(sum(w.credits_used), 0)::float8 as credits_used,
+        (count(*) filter (where w.autonomous))::int as autonomous,
+        (count(*) filter (where w.is_simulation))::int as simulations,
+        (count(*) filter (where w.source = 'dashboard'))::int as dashboard,
+        (count(*) filter (where w.source = 'autonomous'))::int as autonomous_source,
+        (count(*) filter (where w.source = 'embed'))::int as embed,
+        (count(*) filter (where w.source = 'sub-agent'))::int as sub_agent,
+        (select count(distinct ticket)::int from windowed, unnest(windowed.ticket_ids) as ticket
+          where cardinality(windowed.ticket_ids) > 0) as distinct_tickets
+      from agents a
+      left join windowed w on true
+      where a.org_id = ${orgId} and a.id = ${agentId}
+      group by a.id
+    `);
+    const row = (result as unknown as { rows: Raw[] }).rows[0];
+    if (!row) return null;
+    return {
+      conversations: num(row.conversations),
+      messages: num(row.messages),
+      creditsUsed: num(row.credits_used),
+      autonomous: num(row.autonomous),
+      simulations: num(row.simulations),
+      dashboard: num(row.dashboard),
+      autonomousSource: num(row.autonomous_source),
+      embed: num(row.embed),
+      subAgent: num(row.sub_agent),
+      distinctTickets: num(row.distinct_tickets),
+    };
+  }
+
+  /**
+   * Daily series, newest first: UTC days from `fromDay` (inclusive) back to the
+   * day of `since`, `fetch` of them, each with the aggregates of the
+   * conversations created that day inside [since, until]. Empty days are zeros.
+   */
+  async daily(orgId: string, agentId: string, since: Date, until: Date, fromDay: string, fetch: number): Promise<AnalyticsDayRow[]> {
+    const result = await this.db.execute(sql`
+      with days as (
+        select d::date as day
+        -- timestamp without time zone throughout, so the session's TimeZone cannot shift a day
+        from generate_series(${fromDay}::date::timestamp, (${since}::timestamptz at time zone 'UTC')::date::timestamp, interval '-1 day') as d
+        limit ${fetch}
+      )
+      select
+        to_char(days.day, 'YYYY-MM-DD') as day,
+        count(c.id)::int as conversations,
+        coalesce(sum(c.message_count), 0)::float8 as messages,
+        coalesce(sum(c.credits_used), 0)::float8 as credits_used,
+        (count(c.id) filter (where c.autonomous))::int as autonomous
+      from days
+      left join conversations c
+        on c.org_id = ${orgId} and c.agent_id = ${agentId}
+        and c.created_at >= ${since} and c.created_at <= ${until}
+        and c.created_at >= (days.day::timestamp at time zone 'UTC')
+        and c.created_at < ((days.day + 1)::timestamp at time zone 'UTC')
+      group by days.day
+      order by days.day desc
+    `);
+    return (result as unknown as { rows: Raw[] }).rows.map((row) => ({
+      id: String(row.day),
+      conversations: num(row.conversations),
+      messages: num(row.messages),
+      creditsUsed: num(row.credits_used),
+      autonomous: num(row.autonomous),
+    }));
+  }
+}

@@ -1,0 +1,70 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { IsArray, IsBoolean, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { randomUrlSafe } from '../../libs/crypto/crypto';
+import { newId } from '../../libs/ids/ids';
+import type { Transaction } from '../database/database.types';
+import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { ChatbotsRepository, type NewChatbotRow } from './chatbots.repository';
+
+export class ChatbotFixture {
+  @IsOptional() @Matches(/^chatbot_[a-f0-9]{24}$/, { message: 'must be chatbot_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(100) public_id?: string;
+  @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
+  @IsOptional() @Matches(/^agent_[a-f0-9]{24}$/, { message: 'must be agent_<24 lowercase hex>' }) agent_id?: string | null;
+  @IsOptional() @IsBoolean() is_active?: boolean;
+  @IsOptional() @IsBoolean() allow_write_tools?: boolean;
+  @IsOptional() @IsArray() @IsString({ each: true }) allowed_domains?: string[];
+  @IsOptional() @IsObject() theme?: Record<string, unknown> | null;
+  @IsOptional() @IsString() @MaxLength(2000) welcome_message?: string | null;
+  @IsOptional() @IsISO8601() created_at?: string | null;
+  @IsOptional() @IsISO8601() updated_at?: string | null;
+}
+
+@Injectable()
+export class ChatbotsFixtureSection implements FixtureSection<NewChatbotRow[]>, OnModuleInit {
+  readonly name = 'chatbots';
+  readonly order = 60;
+
+  constructor(
+    private readonly registry: FixtureRegistry,
+    private readonly repository: ChatbotsRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.registry.register(this);
+  }
+
+  parse(value: unknown, path: string, ctx: FixtureContext): NewChatbotRow[] {
+    const publicIds = new Set<string>();
+    const rows = parseFixtureArray(ChatbotFixture, value, path).map((item, index): NewChatbotRow => {
+      const createdAt = fixtureDate(item.created_at) ?? new Date();
+      const id = item.id ?? newId('chatbot', createdAt);
+      // a generated public id must be stable across re-seeding, so derive it from the id when given
+      const publicId = item.public_id ?? (item.id ? `cb_${item.id.slice('chatbot_'.length)}` : `cb_${randomUrlSafe(16)}`);
+      if (publicIds.has(publicId)) throw new FixtureError(`${path}[${index}].public_id`, `duplicate public_id ${publicId}`);
+      publicIds.add(publicId);
+      return {
+        id,
+        orgId: ctx.orgId,
+        publicId,
+        name: item.name,
+        agentId: item.agent_id ?? null,
+        isActive: item.is_active ?? true,
+        allowWriteTools: item.allow_write_tools ?? false,
+        allowedDomains: item.allowed_domains ?? [],
+        theme: item.theme ?? null,
+        welcomeMessage: item.welcome_message ?? null,
+        createdAt,
+        updatedAt: fixtureDate(item.updated_at) ?? createdAt,
+      };
+    });
+    declareIds(ctx, 'chatbots', rows.map((row) => row.id!), path);
+    return rows;
+  }
+
+  async write(tx: Transaction, orgId: string, rows: NewChatbotRow[]): Promise<void> {
+    const written = new Set(await this.repository.upsertMany(orgId, rows, tx));
+    const foreign = rows.find((row) => !written.has(row.id!));
+    if (foreign) throw new FixtureError('chatbots', `chatbot ${foreign.id} belongs to another organization`);
+  }
+}

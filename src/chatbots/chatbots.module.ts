@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { ChatbotsController } from './chatbots.controller';
+import { ChatbotsFixtureSection } from './chatbots.fixtures';
+import { ChatbotsRepository } from './chatbots.repository';
+import { ChatbotsService } from './chatbots.service';
+
+@Module({
+  controllers: [ChatbotsController],
+  providers: [ChatbotsRepository, ChatbotsService, ChatbotsFixtureSection],
+})
+export class ChatbotsModule {}

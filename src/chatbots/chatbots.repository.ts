@@ -1,0 +1,61 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { and, desc, eq, getTableColumns, lt, sql } from 'drizzle-orm';
+import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { chatbots } from '../database/schema';
+import type { ChatbotViewRow } from './chatbots.mapper';
+
+export type NewChatbotRow = typeof chatbots.$inferInsert;
+const { orgId: _orgId, deactivatedReason: _reason, deactivatedAt: _at, ...viewColumns } = getTableColumns(chatbots);
+
+@Injectable()
+export class ChatbotsRepository {
+  private readonly byId;
+
+  constructor(@Inject(DATABASE) private readonly db: Database) {
+    this.byId = db
+      .select(viewColumns)
+      .from(chatbots)
+      .where(and(eq(chatbots.orgId, sql.placeholder('orgId')), eq(chatbots.id, sql.placeholder('id'))))
+      .prepare('chatbot_detail_by_id');
+  }
+
+  async findById(orgId: string, id: string): Promise<ChatbotViewRow | null> {
+    const [row] = await this.byId.execute({ orgId, id });
+    return row ?? null;
+  }
+
+  list(orgId: string, afterId: string | null, fetch: number): Promise<ChatbotViewRow[]> {
+    return this.db
+      .select(viewColumns)
+      .from(chatbots)
+      .where(and(eq(chatbots.orgId, orgId), afterId === null ? undefined : lt(chatbots.id, afterId)))
+      .orderBy(desc(chatbots.id))
+      .limit(fetch);
+  }
+
+  /** Upsert by id, scoped to the org; returns the ids written. */
+  async upsertMany(orgId: string, rows: NewChatbotRow[], tx: DbOrTx = this.db): Promise<string[]> {
+    if (rows.length === 0) return [];
+    const result = await tx
+      .insert(chatbots)
+      .values(rows.map((row) => ({ ...row, orgId })))
+      .onConflictDoUpdate({
+        target: chatbots.id,
+        set: {
+          publicId: sql`excluded.public_id`,
+          name: sql`excluded.name`,
+          agentId: sql`excluded.agent_id`,
+          isActive: sql`excluded.is_active`,
+          allowWriteTools: sql`excluded.allow_write_tools`,
+          allowedDomains: sql`excluded.allowed_domains`,
+          theme: sql`excluded.theme`,
+          welcomeMessage: sql`excluded.welcome_message`,
+          createdAt: sql`excluded.created_at`,
+          updatedAt: sql`excluded.updated_at`,
+        },
+        setWhere: eq(chatbots.orgId, orgId),
+      })
+      .returning({ id: chatbots.id });
+    return result.map((row) => row.id);
+  }
+}

@@ -1,0 +1,79 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Type } from 'class-transformer';
+import { IsArray, IsBoolean, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { newId } from '../../libs/ids/ids';
+import type { Transaction } from '../database/database.types';
+import type { ConnectorToolRow } from '../database/schema';
+import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { CONNECTOR_STATUSES, CONNECTOR_TOOL_TYPES } from './connectors.dto';
+import { ConnectorsRepository, type NewConnectorRow } from './connectors.repository';
+
+export class ConnectorToolFixture {
+  @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
+  @IsOptional() @IsString() label?: string;
+  @IsOptional() @IsString() description?: string;
+  @IsOptional() @IsIn(CONNECTOR_TOOL_TYPES) type?: 'read' | 'write';
+  @IsOptional() @IsBoolean() requires_confirmation?: boolean;
+  @IsOptional() @IsBoolean() disabled?: boolean;
+}
+
+export class ConnectorFixture {
+  @IsOptional() @Matches(/^connector_[a-f0-9]{24}$/, { message: 'must be connector_<24 lowercase hex>' }) id?: string;
+  @IsString() @IsNotEmpty() @MaxLength(100) type!: string;
+  @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
+  @IsOptional() @IsIn(CONNECTOR_STATUSES) status?: string;
+  @IsOptional() @IsString() @MaxLength(1000) status_reason?: string | null;
+  @IsOptional() @IsBoolean() is_active?: boolean;
+  @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => ConnectorToolFixture) tools?: ConnectorToolFixture[];
+  @IsOptional() @IsISO8601() created_at?: string | null;
+  @IsOptional() @IsISO8601() updated_at?: string | null;
+}
+
+@Injectable()
+export class ConnectorsFixtureSection implements FixtureSection<NewConnectorRow[]>, OnModuleInit {
+  readonly name = 'connectors';
+  readonly order = 20;
+
+  constructor(
+    private readonly registry: FixtureRegistry,
+    private readonly repository: ConnectorsRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.registry.register(this);
+  }
+
+  parse(value: unknown, path: string, ctx: FixtureContext): NewConnectorRow[] {
+    const rows = parseFixtureArray(ConnectorFixture, value, path).map((item): NewConnectorRow => {
+      const createdAt = fixtureDate(item.created_at) ?? new Date();
+      return {
+        id: item.id ?? newId('connector', createdAt),
+        orgId: ctx.orgId,
+        type: item.type,
+        name: item.name,
+        status: item.status ?? 'connected',
+        statusReason: item.status_reason ?? null,
+        isActive: item.is_active ?? true,
+        tools: (item.tools ?? []).map((tool): ConnectorToolRow => {
+          const row: ConnectorToolRow = { name: tool.name };
+          if (tool.label !== undefined) row.label = tool.label;
+          if (tool.description !== undefined) row.description = tool.description;
+          if (tool.type !== undefined) row.type = tool.type;
+          if (tool.requires_confirmation !== undefined) row.requires_confirmation = tool.requires_confirmation;
+          if (tool.disabled !== undefined) row.disabled = tool.disabled;
+          return row;
+        }),
+        createdAt,
+        updatedAt: fixtureDate(item.updated_at) ?? createdAt,
+      };
+    });
+    declareIds(ctx, 'connectors', rows.map((row) => row.id!), path);
+    return rows;
+  }
+
+  async write(tx: Transaction, orgId: string, rows: NewConnectorRow[]): Promise<void> {
+    const written = new Set(await this.repository.upsertMany(orgId, rows, tx));
+    const foreign = rows.find((row) => !written.has(row.id!));
+    if (foreign) throw new FixtureError('connectors', `connector ${foreign.id} belongs to another organization`);
+  }
+}

@@ -1,0 +1,98 @@
+import { applyDecorators, Controller, Get, Param, Query } from '@nestjs/common';
+import { ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { Auth, RequireScope } from '../auth/auth.decorators';
+import type { Page } from '../common/envelope';
+import { ApiEnvelope, ApiErrors } from '../common/openapi';
+import { PaginationQuery } from '../common/pagination';
+import type { AuthContext } from '../common/request-context';
+import { ConversationDetailDto, ConversationDetailQuery, ConversationListQuery, ConversationSummaryDto, MessageDto } from './conversations.dto';
+import { ConversationListQueryPipe, type ConversationListRequest } from './conversations.filters';
+import { ConversationsService } from './conversations.service';
+
+/**
+ * The list's query parameters, documented from the DTO's own metadata (the
+ * handler receives the pipe's normalized request, so Swagger cannot see the
+ * DTO), with the enums of `source` and the boolean flags spelled out.
+ */
+function ApiConversationListQuery() {
+  const names = ['cursor', 'limit', ...LIST_PARAM_NAMES];
+  return applyDecorators(
+    ...names.map((name) => {
+      const meta = (Reflect.getMetadata('swagger/apiModelProperties', ConversationListQuery.prototype, name) ?? {}) as Record<string, unknown>;
+      const { required: _required, isArray: _isArray, description, enum: values, type, ...schema } = meta;
+      return ApiQuery({
+        name,
+        required: false,
+        description: description as string | undefined,
+        schema: { ...schema, type: typeof type === 'string' ? type : 'string', ...(values ? { enum: values as string[] } : {}) },
+      });
+    }),
+  );
+}
+
+const LIST_PARAM_NAMES = [
+  'agent_id',
+  'source',
+  'model',
+  'parent_conversation_id',
+  'conversation_number',
+  'since',
+  'created_after',
+  'created_before',
+  'last_message_after',
+  'last_message_before',
+  'ticket_id',
+  'q',
+  'is_simulation',
+  'is_onboarding',
+];
+
+const CONVERSATION_ID = {
+  name: 'id',
+  description: '`conv_<24 hex>` or the bare 24-hex id',
+  schema: { type: 'string' as const, pattern: '^(conv_[a-f0-9]{24}|[a-f0-9]{24})$' },
+};
+
+@ApiTags('Conversations')
+@Controller('conversations')
+export class ConversationsController {
+  constructor(private readonly conversations: ConversationsService) {}
+
+  @Get()
+  @RequireScope('conversations:read')
+  @ApiOperation({ operationId: 'listConversations', summary: 'Conversations, newest first, with filters' })
+  @ApiConversationListQuery()
+  @ApiQuery({
+    name: 'metadata',
+    required: false,
+    style: 'deepObject',
+    explode: true,
+    schema: { type: 'object', additionalProperties: { type: 'string' } },
+    description: 'Exact match on metadata keys in bracket notation (`metadata[ticketId]=123`), several keys AND-ed. Keys starting with `$` or containing a dot are rejected (422).',
+  })
+  @ApiEnvelope(ConversationSummaryDto, { list: true })
+  @ApiErrors(422)
+  listConversations(@Auth() auth: AuthContext, @Query(ConversationListQueryPipe) request: ConversationListRequest): Promise<Page<ConversationSummaryDto>> {
+    return this.conversations.listConversations(auth.orgId, request);
+  }
+
+  @Get(':id')
+  @RequireScope('conversations:read')
+  @ApiOperation({ operationId: 'getConversation', summary: 'One conversation with its full message thread' })
+  @ApiParam(CONVERSATION_ID)
+  @ApiEnvelope(ConversationDetailDto)
+  @ApiErrors(404, 422)
+  getConversation(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: ConversationDetailQuery): Promise<ConversationDetailDto> {
+    return this.conversations.getConversation(auth.orgId, id, query.include_trigger_payload === true);
+  }
+
+  @Get(':id/messages')
+  @RequireScope('conversations:read')
+  @ApiOperation({ operationId: 'listConversationMessages', summary: 'Messages of a conversation, oldest first' })
+  @ApiParam(CONVERSATION_ID)
+  @ApiEnvelope(MessageDto, { list: true })
+  @ApiErrors(404, 422)
+  listConversationMessages(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: PaginationQuery): Promise<Page<MessageDto>> {
+    return this.conversations.listMessages(auth.orgId, id, query);
+  }
+}

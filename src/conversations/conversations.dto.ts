@@ -1,0 +1,132 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsBoolean, IsDate, IsIn, IsInt, IsNotEmpty, IsOptional, IsString, MaxLength, Min } from 'class-validator';
+import { PaginationQuery, toStrictInt } from '../common/pagination';
+import { toQueryBoolean, toQueryDate } from '../common/query-values';
+
+export const CONVERSATION_SOURCES = ['dashboard', 'autonomous', 'embed', 'sub-agent'] as const;
+export type ConversationSource = (typeof CONVERSATION_SOURCES)[number];
+export const MESSAGE_ROLES = ['user', 'assistant', 'tool', 'system'] as const;
+
+const DATE_MESSAGE = { message: '$property must be an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z' };
+const BOOLEAN_MESSAGE = { message: '$property must be true, false, 1 or 0' };
+
+/**
+ * The named query parameters of `GET /conversations`. `metadata[KEY]` keys are
+ * not properties here: the query pipe takes them out first (they are dynamic).
+ */
+export class ConversationListQuery extends PaginationQuery {
+  @ApiPropertyOptional({ description: 'One agent: `agent_<24 hex>` or the bare 24-hex id.' })
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64)
+  agent_id?: string;
+
+  @ApiPropertyOptional({ enum: CONVERSATION_SOURCES, description: 'Sub-agent runs are returned only when `source=sub-agent` is passed.' })
+  @IsOptional() @IsIn(CONVERSATION_SOURCES, { message: `$property must be one of ${CONVERSATION_SOURCES.join(', ')}` })
+  source?: ConversationSource;
+
+  @ApiPropertyOptional({ description: 'Exact match on the model used.' })
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200)
+  model?: string;
+
+  @ApiPropertyOptional({ description: 'Sub-agent runs of one parent: `conv_<24 hex>` or the bare 24-hex id (combine with `source=sub-agent`).' })
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64)
+  parent_conversation_id?: string;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1 })
+  @IsOptional() @Transform(toStrictInt) @IsInt({ message: '$property must be an integer >= 1' }) @Min(1, { message: '$property must be an integer >= 1' })
+  conversation_number?: number;
+
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: '`last_message_at >= since`; alias of `last_message_after`.' })
+  @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
+  since?: Date;
+
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: '`created_at >= value`' })
+  @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
+  created_after?: Date;
+
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: '`created_at <= value`' })
+  @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
+  created_before?: Date;
+
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: '`last_message_at >= value`' })
+  @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
+  last_message_after?: Date;
+
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: '`last_message_at <= value`' })
+  @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
+  last_message_before?: Date;
+
+  @ApiPropertyOptional({ description: 'Matches `metadata.ticketId`, `metadata.ticket_id` or `trigger_payload.ticket.id`, stored as string or number.' })
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200)
+  ticket_id?: string;
+
+  @ApiPropertyOptional({ description: 'Case-insensitive substring of `title` (not message content); every character is literal.' })
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200)
+  q?: string;
+
+  @ApiPropertyOptional({ enum: ['true', 'false', '1', '0'], description: 'Only test-run conversations (`true`/`1`) or only real ones (`false`/`0`).' })
+  @IsOptional() @Transform(toQueryBoolean) @IsBoolean(BOOLEAN_MESSAGE)
+  is_simulation?: boolean;
+
+  @ApiPropertyOptional({ enum: ['true', 'false', '1', '0'], description: 'Only the onboarding welcome conversation (`true`/`1`) or all others (`false`/`0`).' })
+  @IsOptional() @Transform(toQueryBoolean) @IsBoolean(BOOLEAN_MESSAGE)
+  is_onboarding?: boolean;
+}
+
+/** `GET /conversations/{id}` query. */
+export class ConversationDetailQuery {
+  @ApiPropertyOptional({
+    enum: ['true', '1', 'false', '0'],
+    description: '`true` or `1` adds `trigger_payload` (may contain customer personal data); `false`/`0` or absent leave it out.',
+  })
+  @IsOptional() @Transform(toQueryBoolean) @IsBoolean(BOOLEAN_MESSAGE)
+  include_trigger_payload?: boolean;
+}
+
+export class ToolCallDto {
+  @ApiProperty() id!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty({ description: 'JSON-serialized arguments' }) arguments!: string;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) status?: string | null;
+}
+
+export class MessageDto {
+  @ApiPropertyOptional({ type: 'string', nullable: true }) id?: string | null;
+  @ApiProperty({ enum: MESSAGE_ROLES }) role!: string;
+  @ApiProperty() content!: string;
+  @ApiPropertyOptional({ type: [ToolCallDto], nullable: true }) tool_calls?: ToolCallDto[] | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) tool_call_id?: string | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) tool_name?: string | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) connector_type?: string | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) model?: string | null;
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) created_at?: string | null;
+}
+
+export class ConversationSummaryDto {
+  @ApiProperty({ pattern: '^conv_[a-f0-9]{24}$' }) id!: string;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) title?: string | null;
+  @ApiProperty({ enum: CONVERSATION_SOURCES }) source!: string;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) agent_id?: string | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) model?: string | null;
+  @ApiProperty() autonomous!: boolean;
+  @ApiProperty() is_onboarding!: boolean;
+  @ApiProperty() is_simulation!: boolean;
+  @ApiPropertyOptional({ type: 'integer', nullable: true, description: 'null for sub-agent runs' }) conversation_number?: number | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true }) parent_conversation_id?: string | null;
+  @ApiProperty({ type: 'integer', minimum: 0 }) credits_used!: number;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, nullable: true }) metadata?: Record<string, unknown> | null;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, nullable: true, description: 'null in list responses; the real count in the detail' })
+  message_count?: number | null;
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) last_message_at?: string | null;
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) created_at?: string | null;
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) updated_at?: string | null;
+}
+
+export class ConversationDetailDto extends ConversationSummaryDto {
+  @ApiProperty({ type: [MessageDto] }) messages!: MessageDto[];
+  @ApiPropertyOptional({
+    nullable: true,
+    description: 'Raw webhook payload of an autonomous run; present only with `include_trigger_payload=true` or `1`.',
+  })
+  trigger_payload?: unknown;
+}

@@ -1,0 +1,132 @@
+import { Injectable, type PipeTransform } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { parseId } from '../../libs/ids/ids';
+import { ApiError, type FieldErrors } from '../common/api-error';
+import { flattenValidationErrors } from '../common/validation';
+import { ConversationListQuery, type ConversationSource } from './conversations.dto';
+
+/**
+ * Normalized filters of `GET /conversations`: what the repository applies and
+ * what the cursor is bound to (spec: cursors are filter-aware).
+ */
+export interface ConversationFilters {
+  agentId?: string;
+  source?: ConversationSource;
+  model?: string;
+  parentConversationId?: string;
+  conversationNumber?: number;
+  createdAfter?: string;
+  createdBefore?: string;
+  lastMessageAfter?: string;
+  lastMessageBefore?: string;
+  ticketId?: string;
+  /** exact matches on metadata keys, AND-ed; keys sorted so equal filters hash equally */
+  metadata?: Record<string, string>;
+  q?: string;
+  isSimulation?: boolean;
+  isOnboarding?: boolean;
+}
+
+export interface ConversationListRequest {
+  cursor?: string;
+  limit?: number;
+  filters: ConversationFilters;
+}
+
+const METADATA_KEY = /^metadata\[(.*)\]$/s;
+const MAX_METADATA_KEYS = 20;
+
+/**
+ * The one place the conversation list query is validated. Express 5's simple
+ * query parser hands `metadata[ticketId]=x` over as a flat key, so the named
+ * params go through class-validator (unknown params → 422) and the bracket keys
+ * are checked here: no `$` prefix, no dot, no empty key, one string value.
+ */
+@Injectable()
+export class ConversationListQueryPipe implements PipeTransform<unknown, ConversationListRequest> {
+  transform(raw: unknown): ConversationListRequest {
+    const query = (raw ?? {}) as Record<string, unknown>;
+    const named: Record<string, unknown> = {};
+    const metadata: Record<string, string> = {};
+    const fields: FieldErrors = {};
+    for (const [param, value] of metadataEntries(query)) {
+      const match = METADATA_KEY.exec(param);
+      if (!match) {
+        named[param] = value;
+        continue;
+      }
+      const key = match[1];
+      const problem =
+        key === ''
+          ? 'the metadata key must not be empty'
+          : key.startsWith('$')
+            ? 'metadata keys must not start with $'
+            : key.includes('.')
+              ? 'metadata keys must not contain a dot'
+              : /[[\]]/.test(key)
+                ? 'metadata keys must not be nested'
+                : typeof value !== 'string'
+                  ? 'must be given once, as a string'
+                  : value.length > 500
+                    ? 'must be at most 500 characters'
+                    : null;
+      if (problem) fields[param] = [problem];
+      else metadata[key] = value as string;
+    }
+    if (Object.keys(metadata).length > MAX_METADATA_KEYS) fields.metadata = [`at most ${MAX_METADATA_KEYS} metadata keys`];
+
+    const dto = plainToInstance(ConversationListQuery, named);
+    const errors = validateSync(dto, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true });
+    Object.assign(fields, flattenValidationErrors(errors));
+    const agentId = dto.agent_id === undefined ? undefined : parseId('agent', dto.agent_id, { allowBare: true });
+    if (agentId === null) fields.agent_id = ['must be agent_<24 hex> or a bare 24-hex id'];
+    const parentId = dto.parent_conversation_id === undefined ? undefined : parseId('conversation', dto.parent_conversation_id, { allowBare: true });
+    if (parentId === null) fields.parent_conversation_id = ['must be conv_<24 hex> or a bare 24-hex id'];
+    if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
+
+    const sortedMetadata = Object.keys(metadata).length
+      ? Object.fromEntries(Object.keys(metadata).sort().map((key) => [key, metadata[key]]))
+      : undefined;
+    const filters: ConversationFilters = {
+      agentId: agentId ?? undefined,
+      source: dto.source,
+      model: dto.model,
+      parentConversationId: parentId ?? undefined,
+      conversationNumber: dto.conversation_number,
+      createdAfter: dto.created_after?.toISOString(),
+      createdBefore: dto.created_before?.toISOString(),
+      // spec: `since` is an alias of `last_message_after`; with both, the later bound wins (both must hold)
+      lastMessageAfter: laterOf(dto.since, dto.last_message_after)?.toISOString(),
+      lastMessageBefore: dto.last_message_before?.toISOString(),
+      ticketId: dto.ticket_id,
+      metadata: sortedMetadata,
+      q: dto.q,
+      isSimulation: dto.is_simulation,
+      isOnboarding: dto.is_onboarding,
+    };
+    for (const key of Object.keys(filters) as Array<keyof ConversationFilters>) {
+      if (filters[key] === undefined) delete filters[key];
+    }
+    return { cursor: dto.cursor, limit: dto.limit, filters };
+  }
+}
+
+/**
+ * The query's entries with `metadata[KEY]` as flat keys. Express's simple parser
+ * already delivers them that way; should the app switch to the extended parser,
+ * a `metadata` object is flattened back, so validation stays the same.
+ */
+function metadataEntries(query: Record<string, unknown>): Array<[string, unknown]> {
+  return Object.entries(query).flatMap(([param, value]): Array<[string, unknown]> =>
+    param === 'metadata' && value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? Object.entries(value as Record<string, unknown>).map(([key, inner]) => [`metadata[${key}]`, inner])
+      : [[param, value]],
+  );
+}
+
+function laterOf(a: Date | undefined, b: Date | undefined): Date | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  return a.getTime() >= b.getTime() ? a : b;
+}

@@ -1,0 +1,2 @@
+CREATE INDEX "conversations_org_onboarding_idx" ON "conversations" USING btree ("org_id","id") WHERE "conversations"."is_onboarding";--> statement-breakpoint
+CREATE INDEX "conversations_org_simulation_idx" ON "conversations" USING btree ("org_id","id") WHERE "conversations"."is_simulation";

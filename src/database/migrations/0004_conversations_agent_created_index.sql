@@ -1,0 +1,1 @@
+CREATE INDEX "conversations_org_agent_created_idx" ON "conversations" USING btree ("org_id","agent_id","created_at");

@@ -1,0 +1,98 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Type } from 'class-transformer';
+import { IsBoolean, IsIn, IsInt, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, Min, ValidateNested } from 'class-validator';
+import { newId } from '../../libs/ids/ids';
+import type { Transaction } from '../database/database.types';
+import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { CRON_SCHEDULED_EVENT } from './triggers.dto';
+import { TriggersRepository, type NewTriggerRow } from './triggers.repository';
+
+export class TriggerScheduleFixture {
+  @IsOptional() @IsString() @MaxLength(200) cron_expression?: string | null;
+  @IsOptional() @IsInt() @Min(1) interval_hours?: number | null;
+  @IsOptional() @IsISO8601() next_run_at?: string | null;
+  @IsOptional() @IsISO8601() last_run_at?: string | null;
+  @IsOptional() @IsString() @MaxLength(100) last_run_status?: string | null;
+}
+
+export class TriggerFixture {
+  @IsOptional() @Matches(/^trigger_[a-f0-9]{24}$/, { message: 'must be trigger_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @Matches(/^agent_[a-f0-9]{24}$/, { message: 'must be agent_<24 lowercase hex>' }) agent_id?: string | null;
+  @IsOptional() @Matches(/^connector_[a-f0-9]{24}$/, { message: 'must be connector_<24 lowercase hex>' }) connector_id?: string | null;
+  @IsString() @IsNotEmpty() @MaxLength(100) connector_type!: string;
+  @IsString() @IsNotEmpty() @MaxLength(200) event!: string;
+  @IsOptional() @IsBoolean() is_active?: boolean;
+  @IsOptional() @IsObject() conditions?: Record<string, unknown> | null;
+  @IsOptional() @IsObject() settings?: Record<string, unknown>;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => TriggerScheduleFixture) schedule?: TriggerScheduleFixture | null;
+  /** internal, never returned: the webhook registered with the third-party tool */
+  @IsOptional() @IsString() @MaxLength(200) webhook_id?: string | null;
+  @IsOptional() @IsIn(['active', 'paused', 'torn_down']) webhook_status?: string | null;
+  @IsOptional() @IsISO8601() created_at?: string | null;
+  @IsOptional() @IsISO8601() updated_at?: string | null;
+}
+
+const iso = (value: string | null | undefined): string | null => (value ? new Date(value).toISOString() : null);
+
+@Injectable()
+export class TriggersFixtureSection implements FixtureSection<NewTriggerRow[]>, OnModuleInit {
+  readonly name = 'triggers';
+  readonly order = 60;
+
+  constructor(
+    private readonly registry: FixtureRegistry,
+    private readonly repository: TriggersRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.registry.register(this);
+  }
+
+  parse(value: unknown, path: string, ctx: FixtureContext): NewTriggerRow[] {
+    const connectors = ctx.declared.get('connectors');
+    const rows = parseFixtureArray(TriggerFixture, value, path).map((item, index): NewTriggerRow => {
+      const here = `${path}[${index}]`;
+      const isCron = item.event === CRON_SCHEDULED_EVENT;
+      if (item.schedule && !isCron) throw new FixtureError(`${here}.schedule`, `is set only for ${CRON_SCHEDULED_EVENT} triggers`);
+      if (isCron && item.connector_id) throw new FixtureError(`${here}.connector_id`, `must be null for ${CRON_SCHEDULED_EVENT} triggers`);
+      // connectors declared in this fixture are checked; ids of connectors already stored are taken as given
+      if (item.connector_id && connectors?.size && !connectors.has(item.connector_id)) {
+        throw new FixtureError(`${here}.connector_id`, `unknown connector ${item.connector_id}`);
+      }
+      const createdAt = fixtureDate(item.created_at) ?? new Date();
+      const schedule = item.schedule
+        ? {
+            cron_expression: item.schedule.cron_expression ?? null,
+            interval_hours: item.schedule.interval_hours ?? null,
+            next_run_at: iso(item.schedule.next_run_at),
+            last_run_at: iso(item.schedule.last_run_at),
+            last_run_status: item.schedule.last_run_status ?? null,
+          }
+        : null;
+      return {
+        id: item.id ?? newId('trigger', createdAt),
+        orgId: ctx.orgId,
+        agentId: item.agent_id ?? null,
+        connectorId: item.connector_id ?? null,
+        connectorType: item.connector_type,
+        event: item.event,
+        isActive: item.is_active ?? true,
+        conditions: item.conditions ?? null,
+        settings: item.settings ?? {},
+        schedule,
+        webhookId: item.webhook_id ?? null,
+        webhookStatus: item.webhook_status ?? null,
+        createdAt,
+        updatedAt: fixtureDate(item.updated_at) ?? createdAt,
+      };
+    });
+    declareIds(ctx, 'triggers', rows.map((row) => row.id!), path);
+    return rows;
+  }
+
+  async write(tx: Transaction, orgId: string, rows: NewTriggerRow[]): Promise<void> {
+    const written = new Set(await this.repository.upsertMany(orgId, rows, tx));
+    const foreign = rows.find((row) => !written.has(row.id!));
+    if (foreign) throw new FixtureError('triggers', `trigger ${foreign.id} belongs to another organization`);
+  }
+}

@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { TriggersController } from './triggers.controller';
+import { TriggersFixtureSection } from './triggers.fixtures';
+import { TriggersRepository } from './triggers.repository';
+import { TriggersService } from './triggers.service';
+
+@Module({
+  controllers: [TriggersController],
+  providers: [TriggersRepository, TriggersService, TriggersFixtureSection],
+})
+export class TriggersModule {}

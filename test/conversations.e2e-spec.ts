@@ -1,0 +1,404 @@
+import type { Response } from 'supertest';
+import { newId } from '../libs/ids/ids';
+import { createOrg, type TestOrg } from './support/factories';
+import { insertAgent, insertConversation } from './support/readside-rows';
+import { createTestApp, type TestApp } from './support/test-app';
+
+const SUMMARY_KEYS = [
+  'agent_id',
+  'autonomous',
+  'conversation_number',
+  'created_at',
+  'credits_used',
+  'id',
+  'is_onboarding',
+  'is_simulation',
+  'last_message_at',
+  'message_count',
+  'metadata',
+  'model',
+  'parent_conversation_id',
+  'source',
+  'title',
+  'updated_at',
+].sort();
+const MESSAGE_KEYS = ['connector_type', 'content', 'created_at', 'id', 'model', 'role', 'tool_call_id', 'tool_calls', 'tool_name'].sort();
+
+describe('Conversations', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  const list = (org: TestOrg, query: string) => t.http.get(`/api/v1/conversations${query}`).set('Authorization', org.auth);
+  const ids = (res: { body: { data: Array<{ id: string }> } }) => res.body.data.map((item) => item.id);
+
+  /** Inserts one row that must match and one that must not, then checks the filter keeps exactly the first. */
+  async function expectFilter(query: string, matching: Parameters<typeof insertConversation>[2], other: Parameters<typeof insertConversation>[2]) {
+    const org = await createOrg(t.app);
+    const hit = await insertConversation(t.connection.db, org.orgId, matching);
+    await insertConversation(t.connection.db, org.orgId, other);
+    const res = await list(org, query);
+    expect(res.status).toBe(200);
+    expect(ids(res)).toEqual([hit]);
+  }
+
+  describe('GET /conversations: ConversationSummary list, newest first', () => {
+    it('returns the exact summary shape with message_count null and no internal fields', async () => {
+      const org = await createOrg(t.app);
+      const agentId = await insertAgent(t.connection.db, org.orgId);
+      const older = await insertConversation(t.connection.db, org.orgId, { title: null, conversationNumber: 1 });
+      const newer = await insertConversation(
+        t.connection.db,
+        org.orgId,
+        {
+          title: 'Refund request',
+          agentId,
+          model: 'gpt-4o',
+          source: 'autonomous',
+          autonomous: true,
+          conversationNumber: 2,
+          creditsUsed: 7,
+          metadata: { ticketId: 42 },
+          triggerPayload: { ticket: { id: 42, requester: 'jane@example.com' } },
+          lastMessageAt: new Date('2026-01-02T03:04:05Z'),
+        },
+        [{ role: 'user', content: 'hi' }],
+      );
+      const res = await list(org, '');
+      expect(res.status).toBe(200);
+      expect(ids(res)).toEqual([newer, older]);
+      expect(res.body.meta.next_cursor).toBeNull();
+      for (const item of res.body.data) expect(Object.keys(item).sort()).toEqual(SUMMARY_KEYS);
+      expect(res.body.data[0]).toMatchObject({
+        id: newer,
+        title: 'Refund request',
+        source: 'autonomous',
+        agent_id: agentId,
+        model: 'gpt-4o',
+        autonomous: true,
+        is_onboarding: false,
+        is_simulation: false,
+        conversation_number: 2,
+        parent_conversation_id: null,
+        credits_used: 7,
+        metadata: { ticketId: 42 },
+        message_count: null,
+        last_message_at: '2026-01-02T03:04:05.000Z',
+      });
+      expect(res.body.data[1]).toMatchObject({ title: null, agent_id: null, model: null, metadata: null, last_message_at: null, message_count: null });
+      expect(JSON.stringify(res.body)).not.toContain('jane@example.com');
+    });
+
+    it('needs the conversations:read scope', async () => {
+      const org = await createOrg(t.app);
+      const key = await org.key(['agents:read']);
+      const res = await t.http.get('/api/v1/conversations').set('Authorization', key.auth);
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe('insufficient_scope');
+    });
+  });
+
+  describe('filters: each keeps the matching row and drops the other', () => {
+    const a = newId('agent');
+    const b = newId('agent');
+    it('agent_id (prefixed)', () => expectFilter(`?agent_id=${a}`, { agentId: a }, { agentId: b }));
+    it('agent_id (bare 24-hex)', () => expectFilter(`?agent_id=${a.slice('agent_'.length)}`, { agentId: a }, { agentId: b }));
+    it('source', () => expectFilter('?source=embed', { source: 'embed' }, { source: 'dashboard' }));
+    it('model', () => expectFilter('?model=gpt-4o', { model: 'gpt-4o' }, { model: 'gpt-4o-mini' }));
+    it('conversation_number', () => expectFilter('?conversation_number=7', { conversationNumber: 7 }, { conversationNumber: 8 }));
+    it('created_after', () =>
+      expectFilter('?created_after=2026-03-01T00:00:00Z', { createdAt: new Date('2026-03-02T00:00:00Z') }, { createdAt: new Date('2026-02-28T00:00:00Z') }));
+    it('created_before', () =>
+      expectFilter('?created_before=2026-03-01T00:00:00Z', { createdAt: new Date('2026-02-28T00:00:00Z') }, { createdAt: new Date('2026-03-02T00:00:00Z') }));
+    it('last_message_after', () =>
+      expectFilter('?last_message_after=2026-03-01T00:00:00Z', { lastMessageAt: new Date('2026-03-01T00:00:00Z') }, { lastMessageAt: new Date('2026-02-28T23:59:59Z') }));
+    it('since (alias of last_message_after)', () =>
+      expectFilter('?since=2026-03-01T00:00:00%2B02:00', { lastMessageAt: new Date('2026-03-01T00:00:00Z') }, { lastMessageAt: new Date('2026-02-28T21:00:00Z') }));
+    it('last_message_before', () =>
+      expectFilter('?last_message_before=2026-03-01T00:00:00Z', { lastMessageAt: new Date('2026-02-28T00:00:00Z') }, { lastMessageAt: new Date('2026-03-02T00:00:00Z') }));
+    it('last_message_after drops conversations without messages', () =>
+      expectFilter('?last_message_after=2000-01-01T00:00:00Z', { lastMessageAt: new Date('2026-03-01T00:00:00Z') }, { lastMessageAt: null }));
+    it('ticket_id matches metadata.ticketId stored as a number', () => expectFilter('?ticket_id=123', { metadata: { ticketId: 123 } }, { metadata: { ticketId: 1234 } }));
+    it('ticket_id matches metadata.ticket_id stored as a string', () => expectFilter('?ticket_id=ZD-9', { metadata: { ticket_id: 'ZD-9' } }, { metadata: { ticket_id: 'ZD-99' } }));
+    it('ticket_id matches trigger_payload.ticket.id', () =>
+      expectFilter('?ticket_id=555', { triggerPayload: { ticket: { id: 555 } } }, { triggerPayload: { ticket: { id: 556 } } }));
+    it('ticket_id does not match other metadata keys', () => expectFilter('?ticket_id=77', { metadata: { ticketId: '77' } }, { metadata: { orderId: '77' } }));
+    it('metadata[KEY] exact match', () => expectFilter('?metadata[channel]=email', { metadata: { channel: 'email' } }, { metadata: { channel: 'emails' } }));
+    it('metadata[KEY] matches the same scalar stored as a number', () => expectFilter('?metadata[priority]=2', { metadata: { priority: 2 } }, { metadata: { priority: 3 } }));
+    it('several metadata keys are AND-ed', () =>
+      expectFilter('?metadata[channel]=email&metadata[lang]=de', { metadata: { channel: 'email', lang: 'de' } }, { metadata: { channel: 'email', lang: 'en' } }));
+    it('q is a case-insensitive substring of the title', () => expectFilter('?q=rEfUnD', { title: 'Customer wants a REFUND now' }, { title: 'Shipping question' }));
+    it('q treats % literally', () => expectFilter('?q=100%25', { title: 'Discount of 100% off' }, { title: 'Discount of 1000 off' }));
+    it('q treats _ literally', () => expectFilter('?q=a_b', { title: 'field a_b broken' }, { title: 'field axb broken' }));
+    it('q treats backslash and regex characters literally', () => expectFilter('?q=%5C.*%5B', { title: 'path C:\\.*[x' }, { title: 'path C:.x' }));
+    it('q searches the title only, not metadata', () => expectFilter('?q=invoice', { title: 'Invoice missing' }, { title: 'Other', metadata: { topic: 'invoice' } }));
+    it('is_simulation=true', () => expectFilter('?is_simulation=true', { isSimulation: true }, { isSimulation: false }));
+    it('is_simulation=0', () => expectFilter('?is_simulation=0', { isSimulation: false }, { isSimulation: true }));
+    it('is_onboarding=1', () => expectFilter('?is_onboarding=1', { isOnboarding: true }, { isOnboarding: false }));
+    it('is_onboarding=false', () => expectFilter('?is_onboarding=false', { isOnboarding: false }, { isOnboarding: true }));
+  });
+
+  describe('created_before / last_message_before: every row at or before the bound, whatever its id', () => {
+    it.each([
+      ['created_before', 'createdAt'],
+      ['last_message_before', 'lastMessageAt'],
+    ] as const)('%s pages through rows with older ids and backdated rows with newer ids, newest id first', async (param, column) => {
+      const org = await createOrg(t.app);
+      const bound = new Date('2026-06-01T12:00:00.500Z');
+      const at = (iso: string) => new Date(iso);
+      // ids minted at the given second; the time column set independently
+      const row = (idAt: string, time: string) =>
+        insertConversation(t.connection.db, org.orgId, { id: newId('conversation', at(idAt)), [column]: at(time) });
+      const oldOnTime = await row('2026-05-01T00:00:00Z', '2026-05-01T00:00:00Z');
+      const sameSecond = await row('2026-06-01T12:00:00Z', '2026-06-01T12:00:00.400Z');
+      const backdatedNewId = await row('2026-09-01T00:00:00Z', '2026-04-01T00:00:00Z');
+      const backdatedToBound = await row('2026-06-01T12:00:01Z', '2026-06-01T12:00:00.500Z');
+      await row('2026-06-01T12:00:00Z', '2026-06-01T12:00:00.600Z'); // same second, after the bound
+      await row('2026-05-01T00:00:00Z', '2026-07-01T00:00:00Z'); // old id, time after the bound
+      await row('2026-10-01T00:00:00Z', '2026-10-01T00:00:00Z');
+      const expected = [backdatedNewId, backdatedToBound, sameSecond, oldOnTime].sort().reverse();
+
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const res: Response = await list(org, `?${param}=${bound.toISOString()}&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        expect(res.status).toBe(200);
+        seen.push(...ids(res));
+        cursor = res.body.meta.next_cursor;
+      } while (cursor);
+      expect(seen).toEqual(expected);
+      expect(ids(await list(org, `?${param}=${bound.toISOString()}`))).toEqual(expected);
+    });
+  });
+
+  describe('sub-agent runs appear only when source=sub-agent is passed', () => {
+    it('hides them by default and by parent, shows them with source=sub-agent', async () => {
+      const org = await createOrg(t.app);
+      const parent = await insertConversation(t.connection.db, org.orgId, { source: 'dashboard' });
+      const run = await insertConversation(t.connection.db, org.orgId, { source: 'sub-agent', parentConversationId: parent, conversationNumber: null });
+      const otherParent = await insertConversation(t.connection.db, org.orgId, { source: 'dashboard' });
+      await insertConversation(t.connection.db, org.orgId, { source: 'sub-agent', parentConversationId: otherParent, conversationNumber: null });
+
+      expect(ids(await list(org, ''))).toEqual([otherParent, parent]);
+      expect(ids(await list(org, `?parent_conversation_id=${parent}`))).toEqual([]);
+      const runs = await list(org, `?source=sub-agent&parent_conversation_id=${parent.slice('conv_'.length)}`);
+      expect(ids(runs)).toEqual([run]);
+      expect(runs.body.data[0]).toMatchObject({ parent_conversation_id: parent, conversation_number: null });
+    });
+  });
+
+  describe('invalid query parameters → 422 naming the parameter', () => {
+    const cases: Array<[string, string]> = [
+      ['?source=email', 'source'],
+      ['?source=embed&source=dashboard', 'source'],
+      ['?created_after=yesterday', 'created_after'],
+      ['?created_before=2026-02-30T00:00:00Z', 'created_before'],
+      ['?last_message_after=2026-03-01', 'last_message_after'],
+      ['?last_message_before=2026-13-01T00:00:00Z', 'last_message_before'],
+      ['?since=0', 'since'],
+      ['?conversation_number=1.5', 'conversation_number'],
+      ['?conversation_number=0', 'conversation_number'],
+      ['?conversation_number=abc', 'conversation_number'],
+      ['?is_simulation=yes', 'is_simulation'],
+      ['?is_onboarding=TRUE', 'is_onboarding'],
+      ['?agent_id=not-an-id', 'agent_id'],
+      ['?parent_conversation_id=agent_0123456789abcdef01234567', 'parent_conversation_id'],
+      ['?metadata[$where]=1', 'metadata[$where]'],
+      ['?metadata[a.b]=1', 'metadata[a.b]'],
+      ['?metadata[]=1', 'metadata[]'],
+      ['?metadata[k]=1&metadata[k]=2', 'metadata[k]'],
+      ['?status=open', 'status'],
+      ['?limit=0', 'limit'],
+      ['?limit=101', 'limit'],
+      ['?cursor=garbage', 'cursor'],
+    ];
+    it.each(cases)('%s', async (query, param) => {
+      const org = await createOrg(t.app);
+      const res = await list(org, query);
+      expect(res.status).toBe(422);
+      expect(res.body.error.code).toBe('validation_failed');
+      expect(Object.keys(res.body.error.details.fields)).toContain(param);
+    });
+  });
+
+  describe('pagination across filters: every matching item exactly once', () => {
+    it('walks all pages of a filtered list and restarts when the filters change', async () => {
+      const org = await createOrg(t.app);
+      const agentId = newId('agent');
+      const matching: string[] = [];
+      for (let i = 0; i < 11; i += 1) {
+        matching.push(await insertConversation(t.connection.db, org.orgId, { agentId, metadata: { team: 'billing' }, title: `Billing ${i}` }));
+        await insertConversation(t.connection.db, org.orgId, { agentId, metadata: { team: 'support' }, title: `Billing ${i}` });
+      }
+      const query = `agent_id=${agentId}&metadata[team]=billing&q=billing`;
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const res = await list(org, `?${query}&limit=5${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        expect(res.status).toBe(200);
+        seen.push(...ids(res));
+        cursor = res.body.meta.next_cursor;
+        pages += 1;
+      } while (cursor);
+      expect(pages).toBe(3);
+      expect(seen).toEqual([...matching].reverse());
+
+      const first = await list(org, `?${query}&limit=5`);
+      const changed = await list(org, `?agent_id=${agentId}&limit=5&cursor=${encodeURIComponent(first.body.meta.next_cursor)}`);
+      expect(changed.status).toBe(422);
+      expect(Object.keys(changed.body.error.details.fields)).toEqual(['cursor']);
+    });
+
+    it('limit equal to the number of items gives next_cursor null; limit one less gives a cursor to the last item', async () => {
+      const org = await createOrg(t.app);
+      const all = [];
+      for (let i = 0; i < 3; i += 1) all.push(await insertConversation(t.connection.db, org.orgId));
+      const exact = await list(org, '?limit=3');
+      expect(ids(exact)).toEqual([...all].reverse());
+      expect(exact.body.meta.next_cursor).toBeNull();
+      const short = await list(org, '?limit=2');
+      expect(ids(short)).toEqual([all[2], all[1]]);
+      const rest = await list(org, `?limit=2&cursor=${encodeURIComponent(short.body.meta.next_cursor)}`);
+      expect(ids(rest)).toEqual([all[0]]);
+      expect(rest.body.meta.next_cursor).toBeNull();
+    });
+  });
+
+  describe('GET /conversations/{id}: ConversationDetail with the full thread', () => {
+    it('returns messages oldest first, the real message_count and no trigger_payload by default', async () => {
+      const org = await createOrg(t.app);
+      const id = await insertConversation(
+        t.connection.db,
+        org.orgId,
+        { source: 'autonomous', autonomous: true, triggerPayload: { ticket: { id: 9, email: 'x@example.com' } } },
+        [
+          { role: 'user', content: 'Where is my order?', createdAt: new Date('2026-01-01T00:00:00Z') },
+          {
+            role: 'assistant',
+            content: '',
+            toolCalls: [{ id: 'call_1', name: 'lookup_order', arguments: '{"id":1}', status: 'completed' }],
+            model: 'gpt-4o',
+          },
+          { role: 'tool', content: '{"status":"shipped"}', toolCallId: 'call_1', toolName: 'lookup_order', connectorType: 'shopify' },
+        ],
+      );
+      const res = await t.http.get(`/api/v1/conversations/${id}`).set('Authorization', org.auth);
+      expect(res.status).toBe(200);
+      expect(Object.keys(res.body.data).sort()).toEqual([...SUMMARY_KEYS, 'messages'].sort());
+      expect(res.body.data.message_count).toBe(3);
+      expect(res.body.data.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool']);
+      for (const message of res.body.data.messages) expect(Object.keys(message).sort()).toEqual(MESSAGE_KEYS);
+      expect(res.body.data.messages[0]).toMatchObject({ tool_calls: null, tool_call_id: null, created_at: '2026-01-01T00:00:00.000Z' });
+      expect(res.body.data.messages[1].tool_calls).toEqual([{ id: 'call_1', name: 'lookup_order', arguments: '{"id":1}', status: 'completed' }]);
+      expect(res.body.data.messages[2]).toMatchObject({ tool_call_id: 'call_1', tool_name: 'lookup_order', connector_type: 'shopify' });
+      expect(JSON.stringify(res.body)).not.toContain('x@example.com');
+    });
+
+    it.each(['true', '1'])('include_trigger_payload=%s adds trigger_payload', async (value) => {
+      const org = await createOrg(t.app);
+      const id = await insertConversation(t.connection.db, org.orgId, { triggerPayload: { ticket: { id: 9 } } });
+      const res = await t.http.get(`/api/v1/conversations/${id}?include_trigger_payload=${value}`).set('Authorization', org.auth);
+      expect(res.status).toBe(200);
+      expect(res.body.data.trigger_payload).toEqual({ ticket: { id: 9 } });
+      const none = await insertConversation(t.connection.db, org.orgId);
+      const empty = await t.http.get(`/api/v1/conversations/${none}?include_trigger_payload=${value}`).set('Authorization', org.auth);
+      expect(empty.body.data).toHaveProperty('trigger_payload', null);
+    });
+
+    it('include_trigger_payload=false leaves it out; other values are 422', async () => {
+      const org = await createOrg(t.app);
+      const id = await insertConversation(t.connection.db, org.orgId, { triggerPayload: { ticket: { id: 9 } } });
+      const off = await t.http.get(`/api/v1/conversations/${id}?include_trigger_payload=false`).set('Authorization', org.auth);
+      expect(off.status).toBe(200);
+      expect(off.body.data).not.toHaveProperty('trigger_payload');
+      const bad = await t.http.get(`/api/v1/conversations/${id}?include_trigger_payload=yes`).set('Authorization', org.auth);
+      expect(bad.status).toBe(422);
+      expect(Object.keys(bad.body.error.details.fields)).toEqual(['include_trigger_payload']);
+    });
+
+    it('accepts the bare 24-hex id; unknown and malformed ids are 404 not_found', async () => {
+      const org = await createOrg(t.app);
+      const id = await insertConversation(t.connection.db, org.orgId);
+      const bare = await t.http.get(`/api/v1/conversations/${id.slice('conv_'.length)}`).set('Authorization', org.auth);
+      expect(bare.status).toBe(200);
+      expect(bare.body.data.id).toBe(id);
+      for (const path of [newId('conversation'), 'conv_123', newId('agent')]) {
+        const res = await t.http.get(`/api/v1/conversations/${path}`).set('Authorization', org.auth);
+        expect(res.status).toBe(404);
+        expect(res.body.error.code).toBe('not_found');
+      }
+    });
+  });
+
+  describe('GET /conversations/{id}/messages: oldest first, paginated', () => {
+    it('pages through the thread once, in order', async () => {
+      const org = await createOrg(t.app);
+      const thread = Array.from({ length: 7 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i}` }));
+      const id = await insertConversation(t.connection.db, org.orgId, {}, thread);
+      const contents: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const res: Response = await t.http
+          .get(`/api/v1/conversations/${id}/messages?limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+          .set('Authorization', org.auth);
+        expect(res.status).toBe(200);
+        for (const message of res.body.data) expect(Object.keys(message).sort()).toEqual(MESSAGE_KEYS);
+        contents.push(...res.body.data.map((m: { content: string }) => m.content));
+        cursor = res.body.meta.next_cursor;
+      } while (cursor);
+      expect(contents).toEqual(thread.map((m) => m.content));
+    });
+
+    it('an empty thread is an empty page; an unknown conversation is 404', async () => {
+      const org = await createOrg(t.app);
+      const id = await insertConversation(t.connection.db, org.orgId);
+      const empty = await t.http.get(`/api/v1/conversations/${id}/messages`).set('Authorization', org.auth);
+      expect(empty.status).toBe(200);
+      expect(empty.body.data).toEqual([]);
+      expect(empty.body.meta.next_cursor).toBeNull();
+      const missing = await t.http.get(`/api/v1/conversations/${newId('conversation')}/messages`).set('Authorization', org.auth);
+      expect(missing.status).toBe(404);
+      expect(missing.body.error.code).toBe('not_found');
+    });
+
+    it('a cursor of one thread is refused on another', async () => {
+      const org = await createOrg(t.app);
+      const one = await insertConversation(t.connection.db, org.orgId, {}, [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }]);
+      const two = await insertConversation(t.connection.db, org.orgId, {}, [{ role: 'user', content: 'c' }, { role: 'user', content: 'd' }]);
+      const first = await t.http.get(`/api/v1/conversations/${one}/messages?limit=1`).set('Authorization', org.auth);
+      const res = await t.http
+        .get(`/api/v1/conversations/${two}/messages?limit=1&cursor=${encodeURIComponent(first.body.meta.next_cursor)}`)
+        .set('Authorization', org.auth);
+      expect(res.status).toBe(422);
+      expect(Object.keys(res.body.error.details.fields)).toEqual(['cursor']);
+    });
+  });
+
+  describe('organization status', () => {
+    it('a suspended organization cannot read conversations (403 org_inactive)', async () => {
+      const org = await createOrg(t.app, { status: 'suspended' });
+      const res = await list(org, '');
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe('org_inactive');
+    });
+  });
+
+  describe('organization isolation', () => {
+    it("org B sees none of org A's conversations and gets 404 for their ids", async () => {
+      const orgA = await createOrg(t.app);
+      const orgB = await createOrg(t.app);
+      const id = await insertConversation(t.connection.db, orgA.orgId, { metadata: { ticketId: 'shared' } }, [{ role: 'user', content: 'secret' }]);
+      expect(ids(await list(orgB, ''))).toEqual([]);
+      expect(ids(await list(orgB, '?ticket_id=shared'))).toEqual([]);
+      for (const path of [`/api/v1/conversations/${id}`, `/api/v1/conversations/${id}/messages`]) {
+        const res = await t.http.get(path).set('Authorization', orgB.auth);
+        expect(res.status).toBe(404);
+        expect(res.body.error.code).toBe('not_found');
+      }
+      expect(ids(await list(orgA, '?ticket_id=shared'))).toEqual([id]);
+    });
+  });
+});

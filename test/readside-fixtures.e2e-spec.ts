@@ -1,0 +1,137 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomUrlSafe } from '../libs/crypto/crypto';
+import { newId } from '../libs/ids/ids';
+import { FixtureError } from '../src/fixtures/fixture-registry';
+import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { createTestApp, type TestApp } from './support/test-app';
+
+const demo = (file: string): unknown[] => JSON.parse(readFileSync(join(__dirname, '..', 'src', file), 'utf8')) as unknown[];
+
+function orgDocument(sections: Record<string, unknown>) {
+  const token = `svc_live_${randomUrlSafe(40)}`;
+  const orgId = newId('org');
+  return {
+    token,
+    orgId,
+    document: {
+      orgs: [
+        {
+          id: orgId,
+          name: 'Fixture Org',
+          slug: `fixture-${orgId.slice(-10)}`,
+          plan: 'pro',
+          api_keys: [{ label: 'test', token, scopes: ['conversations:read', 'connectors:read', 'triggers:read', 'chatbots:read'] }],
+          ...sections,
+        },
+      ],
+    },
+  };
+}
+
+describe('Fixture sections: connectors, conversations, triggers, chatbots', () => {
+  let t: TestApp;
+  let loader: FixtureLoader;
+  beforeAll(async () => {
+    t = await createTestApp();
+    loader = t.app.get(FixtureLoader);
+  });
+  afterAll(() => t.close());
+
+  it('loads the demo sets and serves them through the API; seeding twice changes nothing', async () => {
+    const { token, document } = orgDocument({
+      connectors: demo('connectors/connectors.demo.json'),
+      conversations: demo('conversations/conversations.demo.json'),
+      triggers: demo('triggers/triggers.demo.json'),
+      chatbots: demo('chatbots/chatbots.demo.json'),
+    });
+    await loader.load(document);
+    const auth = `Bearer ${token}`;
+    const read = async () => ({
+      conversations: (await t.http.get('/api/v1/conversations?limit=100').set('Authorization', auth)).body.data,
+      subAgents: (await t.http.get('/api/v1/conversations?source=sub-agent').set('Authorization', auth)).body.data,
+      connectors: (await t.http.get('/api/v1/connectors').set('Authorization', auth)).body.data,
+      triggers: (await t.http.get('/api/v1/triggers').set('Authorization', auth)).body.data,
+      chatbots: (await t.http.get('/api/v1/chatbots').set('Authorization', auth)).body.data,
+    });
+    const first = await read();
+    const demoConversations = demo('conversations/conversations.demo.json') as Array<{ id: string; source: string; message_count: number }>;
+    expect(first.conversations).toHaveLength(demoConversations.filter((c) => c.source !== 'sub-agent').length);
+    expect(first.subAgents).toHaveLength(1);
+    expect(first.connectors).toHaveLength(4);
+    expect(first.triggers).toHaveLength(5);
+    expect(first.chatbots).toHaveLength(3);
+
+    const withTools = demoConversations.find((c) => c.source === 'autonomous')!;
+    const detail = await t.http.get(`/api/v1/conversations/${withTools.id}?include_trigger_payload=true`).set('Authorization', auth);
+    expect(detail.body.data.message_count).toBe(withTools.message_count);
+    expect(detail.body.data.messages.some((m: { tool_calls: unknown }) => Array.isArray(m.tool_calls))).toBe(true);
+    expect(detail.body.data.trigger_payload).toHaveProperty('ticket');
+    const ticket = (detail.body.data.trigger_payload as { ticket: { id: number } }).ticket.id;
+    const byTicket = await t.http.get(`/api/v1/conversations?ticket_id=${ticket}`).set('Authorization', auth);
+    expect(byTicket.body.data.map((c: { id: string }) => c.id)).toEqual([withTools.id]);
+
+    await loader.load({ ...document, orgs: [{ ...document.orgs[0], api_keys: [] }] });
+    expect(await read()).toEqual(first);
+  });
+
+  it('message_count that disagrees with the messages is an error naming the path, and nothing is written', async () => {
+    const conversation = { id: newId('conversation'), source: 'dashboard', message_count: 3, messages: [{ role: 'user', content: 'hi' }] };
+    const { document, token } = orgDocument({ conversations: [{ source: 'embed' }, conversation] });
+    await expect(loader.load(document)).rejects.toThrow(new FixtureError('orgs[0].conversations[1].message_count', 'is 3 but the conversation has 1 messages'));
+    const res = await t.http.get('/api/v1/conversations').set('Authorization', `Bearer ${token}`);
+    expect(res.status).toBe(401);
+  });
+
+  it.each([
+    [{ conversations: [{ source: 'email' }] }, 'orgs[0].conversations[0].source'],
+    [{ conversations: [{ source: 'dashboard', messages: [{ role: 'bot', content: 'x' }] }] }, 'orgs[0].conversations[0].messages[0].role'],
+    [{ conversations: [{ source: 'sub-agent', parent_conversation_id: newId('conversation') }] }, 'orgs[0].conversations[0].parent_conversation_id'],
+    [{ conversations: [{ source: 'dashboard', conversation_number: 0 }] }, 'orgs[0].conversations[0].conversation_number'],
+    [{ conversations: [{ source: 'autonomous', trigger_payload: ['not', 'an', 'object'] }] }, 'orgs[0].conversations[0].trigger_payload'],
+    [{ conversations: [{ source: 'sub-agent', conversation_number: 3 }] }, 'orgs[0].conversations[0].conversation_number'],
+    [{ conversations: [{ source: 'dashboard', messages: [{ role: 'user', content: 'x', tool_calls: [{ id: 'c1', name: 'n' }] }] }] }, 'orgs[0].conversations[0].messages[0].tool_calls[0].arguments'],
+    [{ connectors: [{ type: 'slack', name: 'S', status: 'broken' }] }, 'orgs[0].connectors[0].status'],
+    [{ connectors: [{ type: 'slack', name: 'S', tools: [{ name: 't', type: 'admin' }] }] }, 'orgs[0].connectors[0].tools[0].type'],
+    [{ triggers: [{ connector_type: 'zendesk', event: 'ticket.created', schedule: { interval_hours: 1 } }] }, 'orgs[0].triggers[0].schedule'],
+    [{ triggers: [{ connector_type: 'zendesk', event: 'ticket.created', connector_id: 'zendesk' }] }, 'orgs[0].triggers[0].connector_id'],
+    [{ chatbots: [{ name: 'x', allowed_domains: [1] }] }, 'orgs[0].chatbots[0].allowed_domains'],
+  ])('rejects a bad field naming its path (%#)', async (sections, path) => {
+    const { document } = orgDocument(sections);
+    await expect(loader.load(document)).rejects.toMatchObject({ name: 'FixtureError', path });
+  });
+
+  it('an id owned by another organization is refused and nothing of the fixture is written', async () => {
+    const shared = newId('conversation');
+    const first = orgDocument({ conversations: [{ id: shared, source: 'dashboard', title: 'Org A secret' }] });
+    await loader.load(first.document);
+    const second = orgDocument({ connectors: [{ type: 'slack', name: 'B' }], conversations: [{ id: shared, source: 'dashboard', title: 'hijack' }] });
+    await expect(loader.load(second.document)).rejects.toThrow(/belongs to another organization/);
+    const a = await t.http.get(`/api/v1/conversations/${shared}`).set('Authorization', `Bearer ${first.token}`);
+    expect(a.body.data.title).toBe('Org A secret');
+    const b = await t.http.get('/api/v1/connectors').set('Authorization', `Bearer ${second.token}`);
+    expect(b.status).toBe(401);
+  });
+
+  it('derives ticket ids and conversation numbers; sub-agent runs get none', async () => {
+    const parent = newId('conversation');
+    const { document, token } = orgDocument({
+      conversations: [
+        { id: parent, source: 'autonomous', metadata: { ticket_id: 88 }, trigger_payload: { ticket: { id: 'ZD-1' } } },
+        { source: 'sub-agent', parent_conversation_id: parent },
+        { source: 'embed', conversation_number: 5 },
+      ],
+    });
+    await loader.load(document);
+    const auth = `Bearer ${token}`;
+    for (const ticket of ['88', 'ZD-1']) {
+      const res = await t.http.get(`/api/v1/conversations?ticket_id=${ticket}`).set('Authorization', auth);
+      expect(res.body.data.map((c: { id: string }) => c.id)).toEqual([parent]);
+    }
+    const all = await t.http.get('/api/v1/conversations').set('Authorization', auth);
+    expect(all.body.data.map((c: { conversation_number: number }) => c.conversation_number).sort()).toEqual([5, 6]);
+    const runs = await t.http.get('/api/v1/conversations?source=sub-agent').set('Authorization', auth);
+    expect(runs.body.data[0]).toMatchObject({ conversation_number: null, parent_conversation_id: parent, autonomous: false });
+    expect(all.body.data.find((c: { id: string }) => c.id === parent)).toMatchObject({ autonomous: true });
+  });
+});
