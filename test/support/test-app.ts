@@ -50,7 +50,8 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}): Promise
     },
   });
   const config = loadConfig(
-    { DATABASE_URL: process.env.DATABASE_URL, LOG_LEVEL: 'info' },
+    // test:pg sets all three, as a deployment on a server must
+    { DATABASE_URL: process.env.DATABASE_URL, CURSOR_SECRET: process.env.CURSOR_SECRET, ENCRYPTION_KEY: process.env.ENCRYPTION_KEY, LOG_LEVEL: 'info' },
     {
       pgliteDir: 'memory',
       cursorSecret: 'test-cursor-secret-0123456789',
