@@ -1,11 +1,14 @@
 import type { INestApplication, NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { requestContextMiddleware } from './common/request-context';
 import type { AppLogger } from './common/logger';
 import { API_PREFIX, buildOpenApiDocument } from './meta/openapi-document';
 import { OpenApiDocumentHolder } from './meta/meta.controller';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** the interactive API reference (the banner's `docs` field), outside the API prefix */
+export const DOCS_PATH = 'docs';
 
 /** Options every app instance is created with (server and tests alike). */
 export const APP_OPTIONS: NestApplicationOptions = { rawBody: true, bodyParser: false };
@@ -23,5 +26,17 @@ export function configureApp(app: INestApplication, logger: AppLogger): void {
   express.set('x-powered-by', false);
   express.set('trust proxy', false);
   app.setGlobalPrefix(API_PREFIX);
-  app.get(OpenApiDocumentHolder).set(buildOpenApiDocument(app));
+  const document = buildOpenApiDocument(app);
+  app.get(OpenApiDocumentHolder).set(document);
+  // Swagger UI from the bundled swagger-ui-dist (no CDN). It downloads the
+  // served /api/v1/openapi.json: an empty embedded document makes Swagger UI
+  // fetch `swaggerUrl` (so the page and the API can never disagree), and
+  // `raw: false` keeps Nest from adding /docs-json and /docs-yaml routes.
+  SwaggerModule.setup(DOCS_PATH, app, () => ({}) as OpenAPIObject, {
+    useGlobalPrefix: false,
+    raw: false,
+    swaggerUrl: `/${API_PREFIX}/openapi.json`,
+    customSiteTitle: 'Agent Platform REST API reference',
+    swaggerOptions: { persistAuthorization: false, displayOperationId: true, tryItOutEnabled: false },
+  });
 }
