@@ -60,6 +60,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   });
   const document = convertNullable(generated) as OpenAPIObject & { jsonSchemaDialect?: string };
   document.openapi = '3.1.0';
+  // OWASP API9 (inventory): the one server is the public API, meant for clients
+  for (const server of document.servers ?? []) (server as unknown as Record<string, unknown>)['x-internal'] = false;
   for (const pathItem of Object.values(document.paths)) {
     for (const operation of Object.values(pathItem) as Array<Record<string, unknown>>) {
       if (operation && typeof operation === 'object' && operation['x-public'] === true) {
