@@ -45,10 +45,17 @@ const RATE_LIMIT_HEADERS_DOC = {
   'X-RateLimit-Reset': { schema: { type: 'integer' }, description: 'Unix epoch seconds at which that window resets.' },
 };
 
-/** Success response in the envelope: `data` is `model` (or an array of it for lists). */
-export function ApiEnvelope(model: Type<unknown>, options: { status?: 200 | 201; list?: boolean; description?: string } = {}) {
+/**
+ * Success response in the envelope: `data` is `model` (or an array of it for
+ * lists). Lists are paginated (`meta.next_cursor`) unless `paginated: false`
+ * (spec: GET /team is the one list without pagination).
+ */
+export function ApiEnvelope(
+  model: Type<unknown>,
+  options: { status?: 200 | 201; list?: boolean; paginated?: boolean; description?: string } = {},
+) {
   const data = options.list ? { type: 'array', items: { $ref: getSchemaPath(model) } } : { $ref: getSchemaPath(model) };
-  const meta = { $ref: getSchemaPath(options.list ? ListResponseMeta : ResponseMeta) };
+  const meta = { $ref: getSchemaPath(options.list && options.paginated !== false ? ListResponseMeta : ResponseMeta) };
   return applyDecorators(
     ApiExtraModels(model, ResponseMeta, ListResponseMeta),
     ApiResponse({

@@ -24,12 +24,14 @@ export function convertNullable(node: Json): Json {
   }
   if (source.nullable !== true) return out;
 
-  if (typeof out.type === 'string') {
+  // a typed $ref/allOf/oneOf must not get a type array: `null` would still fail the subschema
+  const composed = out.$ref !== undefined || out.allOf !== undefined || out.oneOf !== undefined || out.anyOf !== undefined;
+  if (typeof out.type === 'string' && !composed) {
     out.type = [out.type, 'null'];
     if (Array.isArray(out.enum) && !out.enum.includes(null)) out.enum = [...out.enum, null];
     return out;
   }
-  if (Array.isArray(out.type)) {
+  if (Array.isArray(out.type) && !composed) {
     if (!out.type.includes('null')) out.type = [...out.type, 'null'];
     return out;
   }
