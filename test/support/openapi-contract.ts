@@ -207,7 +207,11 @@ function stringOf(s: Schema): fc.Arbitrary<string> {
   if (typeof s.pattern === 'string') {
     return fc.stringMatching(new RegExp(s.pattern as string)).filter(fits);
   }
-  return fc.string({ minLength, maxLength, unit: 'grapheme' });
+  // lengths are checked in UTF-16 code units: a grapheme may take several
+  return fc.oneof(
+    { arbitrary: fc.string({ minLength, maxLength }), weight: 3 },
+    { arbitrary: fc.string({ minLength, maxLength, unit: 'grapheme' }).filter(fits), weight: 1 },
+  );
 }
 
 function num(value: unknown, fallback: number): number {
