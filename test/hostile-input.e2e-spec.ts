@@ -34,6 +34,17 @@ const MASS_ASSIGNMENT_FIELDS: Record<string, unknown> = {
   tools_count: 99,
 };
 
+/** A query value as a client sends it: objects in bracket notation (deepObject), arrays repeated. */
+function queryFragment(name: string, value: unknown): string {
+  const pair = (key: string, v: unknown) => `${key}=${encodeURIComponent(String(v))}`;
+  if (Array.isArray(value)) return value.map((v) => pair(encodeURIComponent(name), v)).join('&') || `${encodeURIComponent(name)}=`;
+  if (value !== null && typeof value === 'object') {
+    const name0 = name.replace(/\[.*$/, '');
+    return Object.entries(value).map(([k, v]) => pair(`${encodeURIComponent(name0)}[${encodeURIComponent(k)}]`, v)).join('&') || `${encodeURIComponent(name0)}=`;
+  }
+  return pair(encodeURIComponent(name), value);
+}
+
 describe('hostile input, generated from the served /openapi.json', () => {
   let t: TestApp;
   let server: { host: string; port: number };
@@ -170,7 +181,10 @@ describe('hostile input, generated from the served /openapi.json', () => {
           ...(queryParams.length > 0
             ? [
                 fc.constantFrom(...queryParams).chain((p) =>
-                  fc.oneof(valueOf(p.schema, resolve).map((v) => String(v)), hostileQueryValue()).map((v) => `${encodeURIComponent(p.name)}=${encodeURIComponent(v)}`),
+                  fc.oneof(
+                    valueOf(p.schema, resolve).map((v) => queryFragment(p.name, v)),
+                    hostileQueryValue().map((v) => `${encodeURIComponent(p.name)}=${encodeURIComponent(v)}`),
+                  ),
                 ),
                 fc.constantFrom(...queryParams).map((p) => `${p.name}[a]=1`),
               ]

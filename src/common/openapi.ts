@@ -47,15 +47,17 @@ const RATE_LIMIT_HEADERS_DOC = {
 
 /**
  * Success response in the envelope: `data` is `model` (or an array of it for
- * lists). Lists are paginated (`meta.next_cursor`) unless `paginated: false`
- * (spec: GET /team is the one list without pagination).
+ * lists). `meta.next_cursor` is documented when `paginated` says so, and by
+ * default for lists: `{ list: true, paginated: false }` is a list without
+ * pagination (spec: GET /team); `{ paginated: true }` a single resource
+ * whose inner series is paginated.
  */
 export function ApiEnvelope(
   model: Type<unknown>,
   options: { status?: 200 | 201; list?: boolean; paginated?: boolean; description?: string } = {},
 ) {
   const data = options.list ? { type: 'array', items: { $ref: getSchemaPath(model) } } : { $ref: getSchemaPath(model) };
-  const meta = { $ref: getSchemaPath(options.list && options.paginated !== false ? ListResponseMeta : ResponseMeta) };
+  const meta = { $ref: getSchemaPath((options.paginated ?? options.list) ? ListResponseMeta : ResponseMeta) };
   return applyDecorators(
     ApiExtraModels(model, ResponseMeta, ListResponseMeta),
     ApiResponse({
