@@ -147,19 +147,22 @@ describe('several instances on one PostgreSQL server', () => {
       const bitAfter = await Promise.all(
         instances.map(async (instance) => {
           for (;;) {
+            // judged by when a request was sent, so a slow response on a loaded machine is no excuse either way
+            const sentAfter = Date.now() - revokedAt;
             const res = await get(instance, '/org', key.auth);
             if (res.status === 401) {
               expect(res.body.error?.code).toBe('unauthorized');
-              return Date.now() - revokedAt;
+              return sentAfter;
             }
             expect(res.status).toBe(200);
-            if (Date.now() - revokedAt > 10_000) return Number.POSITIVE_INFINITY;
+            // a request sent more than 5 s after the revocation must not be served
+            expect(sentAfter).toBeLessThanOrEqual(5_000);
             await new Promise((r) => setTimeout(r, 50));
           }
         }),
       );
-      // API_KEY_CACHE_TTL_MS (≤ 5,000) bounds it; 100 ms for the polling and the request itself
-      for (const ms of bitAfter) expect(ms).toBeLessThanOrEqual(5_100);
+      // API_KEY_CACHE_TTL_MS (≤ 5,000) bounds it; the first refused request went out within 5 s and one poll
+      for (const ms of bitAfter) expect(ms).toBeLessThanOrEqual(5_000 + 100);
       // the organization's other key still works
       for (const instance of instances) expect((await get(instance, '/org', org.auth)).status).toBe(200);
     }, 30_000);
