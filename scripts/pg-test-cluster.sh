@@ -32,15 +32,21 @@ find_pg_bin() {
 PG_BIN="$(find_pg_bin)" || { log "no PostgreSQL server binaries found (install the Debian package 'postgresql')"; exit 1; }
 RUN_USER="${PG_TEST_USER:-pgtest}"
 
+# from /, so that the cluster's user never needs access to the caller's directory
 as_owner() {
-  if [ "$(id -u)" -ne 0 ]; then
-    "$@"
-  elif command -v runuser >/dev/null 2>&1; then
-    runuser -u "$RUN_USER" -- "$@"
-  else
-    su -s /bin/sh "$RUN_USER" -c "$(printf '%q ' "$@")"
-  fi
+  (
+    cd /
+    if [ "$(id -u)" -ne 0 ]; then
+      "$@"
+    elif command -v runuser >/dev/null 2>&1; then
+      runuser -u "$RUN_USER" -- "$@"
+    else
+      su -s /bin/sh "$RUN_USER" -c "$(printf '%q ' "$@")"
+    fi
+  )
 }
+
+absolute() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 
 ensure_user() {
   [ "$(id -u)" -eq 0 ] || return 0
@@ -65,7 +71,7 @@ cmd="${1:-}"
 case "$cmd" in
   start)
     ensure_user
-    dir="${2:-}"
+    dir="${2:+$(absolute "$2")}"
     if [ -z "$dir" ]; then
       dir="$(mktemp -d "${TMPDIR:-/tmp}/pg-test.XXXXXX")"
     fi
@@ -93,15 +99,15 @@ HBA
     echo "DATABASE_URL=postgres://postgres@127.0.0.1:$port/app"
     ;;
   pause)
-    dir="${2:?DIR}"
+    dir="$(absolute "${2:?DIR}")"
     as_owner "$PG_BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
     ;;
   resume)
-    dir="${2:?DIR}"
+    dir="$(absolute "${2:?DIR}")"
     start_server "$dir"
     ;;
   stop)
-    dir="${2:?DIR}"
+    dir="$(absolute "${2:?DIR}")"
     if [ -f "$dir/data/postmaster.pid" ]; then
       as_owner "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
     fi
