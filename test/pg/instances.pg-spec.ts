@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -138,10 +138,20 @@ describe('several instances on one PostgreSQL server', () => {
       // both instances have the key cached
       for (const instance of instances) expect((await get(instance, '/org', key.auth)).status).toBe(200);
 
-      const client = new Client({ connectionString: databaseUrl });
-      await client.connect();
-      await client.query('update api_keys set revoked_at = now() where id = $1', [key.id]);
-      await client.end();
+      if (built('cli/cli.js')) {
+        // as an operator would: the CLI is a process of its own, the servers learn of it from the database
+        const result = spawnSync(process.execPath, [join(ROOT, 'dist', 'src', 'cli', 'cli.js'), 'keys', 'revoke', key.id], {
+          env: { ...process.env, DATABASE_URL: databaseUrl },
+          encoding: 'utf8',
+        });
+        if (result.status !== 0) throw new Error(`keys revoke exited ${result.status}: ${result.stderr}`);
+      } else {
+        console.log('revocation: no CLI on this build; revoked_at is set directly, as `keys revoke` does');
+        const client = new Client({ connectionString: databaseUrl });
+        await client.connect();
+        await client.query('update api_keys set revoked_at = now() where id = $1', [key.id]);
+        await client.end();
+      }
       const revokedAt = Date.now();
 
       const bitAfter = await Promise.all(
