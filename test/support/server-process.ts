@@ -26,7 +26,15 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * dist/ must be current before a process is spawned from it. Where the
+ * project has scripts/build-if-stale.cjs (the CLI branch), it rebuilds a
+ * stale dist/ under its lock, so test files that spawn servers never race a
+ * tsc rewriting the files under them; otherwise dist/ must have been built.
+ */
 export function assertBuilt(): void {
+  const builder = join(ROOT, 'scripts', 'build-if-stale.cjs');
+  if (existsSync(builder)) (require(builder) as { buildIfStale(): void }).buildIfStale();
   if (!existsSync(BUILT_SERVER)) throw new Error(`${BUILT_SERVER} is missing: run npm run build first (CI builds before test:pg)`);
 }
 
