@@ -60,26 +60,21 @@ describe('database faults (server engine)', () => {
     it('answers 503 service_unavailable during the outage, quickly, and recovers without a restart', async () => {
       expect((await getOrg()).status).toBe(200);
       const samples: Sample[] = [];
-      let phase: 'before' | 'down' | 'after' = 'before';
-      const phaseOf = new Map<Sample, string>();
       let running = true;
       const worker = async () => {
         while (running) {
           const sample = await getOrg();
           samples.push(sample);
-          phaseOf.set(sample, phase);
         }
       };
       const workers = Array.from({ length: 6 }, worker);
 
       await sleep(500);
       await cluster.pause();
-      phase = 'down';
       const downAt = performance.now();
       await sleep(2_500);
       const resumingAt = performance.now();
       await cluster.resume();
-      phase = 'after';
       const upAt = performance.now();
       // recovery: keep going until OKs come back (bounded), then a little more
       const deadline = upAt + 15_000;
@@ -101,7 +96,6 @@ describe('database faults (server engine)', () => {
       // once recovered, it stays recovered
       const last = await Promise.all(Array.from({ length: 10 }, getOrg));
       for (const sample of last) expect(sample.status).toBe(200);
-      expect(phaseOf.size).toBe(samples.length);
     }, 60_000);
   });
 
