@@ -2,9 +2,10 @@ import type { INestApplication, NestApplicationOptions } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode } from './common/api-error';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { requestContextMiddleware, type RequestContext } from './common/request-context';
 import type { AppLogger } from './common/logger';
-import { API_PREFIX, buildOpenApiDocument } from './meta/openapi-document';
+import { API_PREFIX, buildOpenApiDocument, DOCS_PATH } from './meta/openapi-document';
 import { OpenApiDocumentHolder } from './meta/meta.controller';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -26,12 +27,24 @@ export function configureApp(app: INestApplication, logger: AppLogger): void {
   express.set('x-powered-by', false);
   express.set('trust proxy', false);
   app.setGlobalPrefix(API_PREFIX);
-  app.get(OpenApiDocumentHolder).set(buildOpenApiDocument(app));
+  const document = buildOpenApiDocument(app);
+  app.get(OpenApiDocumentHolder).set(document);
+  // Swagger UI from the bundled swagger-ui-dist (no CDN). It downloads the
+  // served /api/v1/openapi.json: an empty embedded document makes Swagger UI
+  // fetch `swaggerUrl` (so the page and the API can never disagree), and
+  // `raw: false` keeps Nest from adding /docs-json and /docs-yaml routes.
+  SwaggerModule.setup(DOCS_PATH, app, () => ({}) as OpenAPIObject, {
+    useGlobalPrefix: false,
+    raw: false,
+    swaggerUrl: `/${API_PREFIX}/openapi.json`,
+    customSiteTitle: 'Agent Platform REST API reference',
+    swaggerOptions: { persistAuthorization: false, displayOperationId: true, tryItOutEnabled: false },
+  });
 }
 
 /**
  * Nest answers unknown routes under the global prefix; anything outside it
- * would get Express's HTML page. Every response body is JSON (spec), so those
+ * (but the API reference at /docs) would get Express's HTML page. Every response body is JSON (spec), so those
  * get the same 404 envelope here, before any parsing.
  */
 function outsideApiPrefixNotFound(req: IncomingMessage, res: ServerResponse, next: () => void): void {
@@ -39,6 +52,7 @@ function outsideApiPrefixNotFound(req: IncomingMessage, res: ServerResponse, nex
   const queryAt = url.indexOf('?');
   const path = queryAt === -1 ? url : url.slice(0, queryAt);
   if (path === `/${API_PREFIX}` || path.startsWith(`/${API_PREFIX}/`)) return next();
+  if (path === `/${DOCS_PATH}` || path.startsWith(`/${DOCS_PATH}/`)) return next();
   const body = { error: { code: ErrorCode.NotFound, message: `No such endpoint. Every path lives under /${API_PREFIX}.`, request_id: (req as RequestContext).requestId } };
   res.statusCode = 404;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');

@@ -44,8 +44,8 @@ describe('every response, success or error, carries X-Request-ID equal to reques
   test('200 public banner', async () => {
     const res = await t.http.get('/api/v1/');
     expect(res.status).toBe(200);
-    expect(res.body.data).toEqual({ name: 'Agent Platform REST API', version: 'v1', docs: '/api/v1/openapi.json' });
-    // the docs link works without a key
+    expect(res.body.data).toEqual({ name: 'Agent Platform REST API', version: 'v1', docs: '/docs' });
+    // the docs link (the interactive reference, outside the API prefix) works without a key
     expect((await t.http.get(res.body.data.docs)).status).toBe(200);
     expectRequestIdMatches(res);
   });

@@ -26,12 +26,13 @@ function operations(): Array<{ key: string; path: string; method: string; operat
 /**
  * The routes Express actually serves, from its router stack (Express 5:
  * `router.stack[].route`), relative to the /api/v1 prefix, in OpenAPI form.
+ * The interactive reference's static pages under /docs are not API routes.
  */
 function registeredRoutes(): string[] {
   const express = t.app.getHttpAdapter().getInstance() as { router: { stack: Array<{ route?: { path: string; methods: Record<string, boolean> } }> } };
   const routes: string[] = [];
   for (const layer of express.router.stack) {
-    if (!layer.route) continue;
+    if (!layer.route || !/^\/api\/v1(\/|$)/.test(layer.route.path)) continue;
     const relative = layer.route.path.replace(/^\/api\/v1/, '') || '/';
     const path = relative.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
     for (const [method, on] of Object.entries(layer.route.methods)) {
@@ -75,7 +76,8 @@ describe('GET /openapi.json is a valid OpenAPI 3.1.0 document', () => {
   test('openapi 3.1.0, info.version 1.0.0, server /api/v1, bearer scheme', () => {
     expect(document.openapi).toBe('3.1.0');
     expect(document.info.version).toBe('1.0.0');
-    expect(document.servers).toEqual([{ url: '/api/v1' }]);
+    // x-internal: false marks the server public for the OWASP inventory rule (npm run lint:api)
+    expect(document.servers).toEqual([{ url: '/api/v1', 'x-internal': false }]);
     expect(document.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
   });
 

@@ -40,7 +40,9 @@ export function translateDatabaseError(error: unknown): ApiError | null {
         constraint: typeof link.constraint === 'string' ? link.constraint : undefined,
       });
     }
-    if (code === '23503' || code === '23502' || code === '23514' || code === '22P02' || code === '22001' || code === '22003') {
+    // class 22 (data exception: a NUL byte, an invalid byte sequence, a bad escape, a value out of
+    // range...) and 54000 (a value too large for an index) are the client's data, never a 500
+    if (code === '23503' || code === '23502' || code === '23514' || /^22[0-9A-Z]{3}$/.test(code) || code === '54000') {
       return new ApiError(ErrorCode.ValidationFailed, 'The request refers to data that is missing or not valid.');
     }
     if (

@@ -55,6 +55,10 @@ export function frameworkApiError(exception: unknown): ApiError | null {
     if (status === 404) return new ApiError(ErrorCode.NotFound, 'No such endpoint.');
     if (status === 413) return new ApiError(ErrorCode.PayloadTooLarge, 'The request body exceeds 1 MiB.');
     if (status === 429) return new ApiError(ErrorCode.RateLimited, 'Rate limit exceeded.');
+    // Express could not percent-decode a path segment: such a path names no resource
+    if (status === 400 && exception.message.startsWith('Failed to decode param')) {
+      return new ApiError(ErrorCode.NotFound, 'No resource has this path: it is not valid percent-encoding.');
+    }
     if (status === 400 || status === 422) return ApiError.validation({}, 'The request is not valid.');
     if (status === 401) return new ApiError(ErrorCode.Unauthorized, 'A valid API key is required.');
     if (status === 403) return new ApiError(ErrorCode.InsufficientScope, 'The API key lacks the scope this endpoint needs.');

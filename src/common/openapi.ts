@@ -45,14 +45,19 @@ const RATE_LIMIT_HEADERS_DOC = {
   'X-RateLimit-Reset': { schema: { type: 'integer' }, description: 'Unix epoch seconds at which that window resets.' },
 };
 
-/** Success response in the envelope: `data` is `model` (or an array of it for lists). */
+/**
+ * Success response in the envelope: `data` is `model` (or an array of it for
+ * lists). `meta.next_cursor` is documented when `paginated` says so, and by
+ * default for lists: `{ list: true, paginated: false }` is a list without
+ * pagination (spec: GET /team); `{ paginated: true }` a single resource
+ * whose inner series is paginated.
+ */
 export function ApiEnvelope(
   model: Type<unknown>,
-  /** `paginated`: a single resource whose inner series is paginated (meta carries `next_cursor`) */
   options: { status?: 200 | 201; list?: boolean; paginated?: boolean; description?: string } = {},
 ) {
   const data = options.list ? { type: 'array', items: { $ref: getSchemaPath(model) } } : { $ref: getSchemaPath(model) };
-  const meta = { $ref: getSchemaPath(options.list || options.paginated ? ListResponseMeta : ResponseMeta) };
+  const meta = { $ref: getSchemaPath((options.paginated ?? options.list) ? ListResponseMeta : ResponseMeta) };
   return applyDecorators(
     ApiExtraModels(model, ResponseMeta, ListResponseMeta),
     ApiResponse({

@@ -18,13 +18,13 @@ export function toStrictInt({ value }: { value: unknown }): unknown {
 
 /** `cursor` and `limit`, shared by every paginated endpoint (extend it for filters). */
 export class PaginationQuery {
-  @ApiPropertyOptional({ description: 'Opaque cursor from `meta.next_cursor` of the previous page.' })
+  @ApiPropertyOptional({ description: 'Opaque cursor from `meta.next_cursor` of the previous page.', maxLength: 512 })
   @IsOptional()
   @IsString()
   @MaxLength(512)
   cursor?: string;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })
+  @ApiPropertyOptional({ type: 'integer', format: 'int32', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })
   @IsOptional()
   @Transform(toStrictInt)
   @IsInt({ message: `limit must be an integer from 1 to ${MAX_PAGE_SIZE}` })

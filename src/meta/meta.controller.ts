@@ -4,12 +4,12 @@ import { Public } from '../auth/auth.decorators';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { RawResponse } from '../common/envelope';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
-import { API_PREFIX } from './openapi-document';
+import { DOCS_PATH } from './openapi-document';
 
 export class BannerDto {
   @ApiProperty({ example: 'Agent Platform REST API' }) name!: string;
   @ApiProperty({ example: 'v1' }) version!: string;
-  @ApiProperty({ description: 'Where the API description lives (the OpenAPI document).', example: '/api/v1/openapi.json' }) docs!: string;
+  @ApiProperty({ description: 'Where the interactive API reference lives (it reads `/api/v1/openapi.json`).', example: '/docs' }) docs!: string;
 }
 
 /** Holds the description document, built once at start-up from the registered routes. */
@@ -38,8 +38,7 @@ export class MetaController {
   @ApiEnvelope(BannerDto)
   @ApiErrors(429, 500)
   getBanner(): BannerDto {
-    // the one description the service serves; there is no HTML reference to point at
-    return { name: 'Agent Platform REST API', version: 'v1', docs: `/${API_PREFIX}/openapi.json` };
+    return { name: 'Agent Platform REST API', version: 'v1', docs: `/${DOCS_PATH}` };
   }
 
   @Get('openapi.json')

@@ -5,6 +5,8 @@ import { documentIdempotency } from '../idempotency/idempotency.openapi';
 import { documentRateLimits } from '../rate-limit/rate-limit.openapi';
 
 export const API_PREFIX = 'api/v1';
+/** the interactive API reference (the banner's `docs` field), outside the API prefix */
+export const DOCS_PATH = 'docs';
 export const API_VERSION = '1.0.0';
 
 type Json = unknown;
@@ -26,12 +28,14 @@ export function convertNullable(node: Json): Json {
   }
   if (source.nullable !== true) return out;
 
-  if (typeof out.type === 'string') {
+  // a typed $ref/allOf/oneOf must not get a type array: `null` would still fail the subschema
+  const composed = out.$ref !== undefined || out.allOf !== undefined || out.oneOf !== undefined || out.anyOf !== undefined;
+  if (typeof out.type === 'string' && !composed) {
     out.type = [out.type, 'null'];
     if (Array.isArray(out.enum) && !out.enum.includes(null)) out.enum = [...out.enum, null];
     return out;
   }
-  if (Array.isArray(out.type)) {
+  if (Array.isArray(out.type) && !composed) {
     if (!out.type.includes('null')) out.type = [...out.type, 'null'];
     return out;
   }
@@ -62,6 +66,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   });
   const document = convertNullable(generated) as OpenAPIObject & { jsonSchemaDialect?: string };
   document.openapi = '3.1.0';
+  // OWASP API9 (inventory): the one server is the public API, meant for clients
+  for (const server of document.servers ?? []) (server as unknown as Record<string, unknown>)['x-internal'] = false;
   for (const pathItem of Object.values(document.paths)) {
     for (const operation of Object.values(pathItem) as Array<Record<string, unknown>>) {
       if (operation && typeof operation === 'object' && operation['x-public'] === true) {

@@ -14,7 +14,7 @@ export class TeamController {
   @Get()
   @RequireScope('team:read')
   @ApiOperation({ operationId: 'listTeamMembers', summary: 'Members of the organization (not paginated)' })
-  @ApiEnvelope(MemberDto, { list: true })
+  @ApiEnvelope(MemberDto, { list: true, paginated: false })
   listTeamMembers(@Auth() auth: AuthContext): Promise<MemberDto[]> {
     return this.team.listMembers(auth.orgId);
   }

@@ -1,0 +1,213 @@
+import autocannon, { type Result } from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { mkdtempSync, openSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BENCH_PATHS, type BenchContext, type BenchPath } from './routes';
+import { AGENTS, CONVERSATIONS, seed } from './seed';
+
+/**
+ * `npm run bench`: seeds the volume dataset, starts the BUILT server and two
+ * baselines one after the other on the same database, and prints req/s at 50
+ * connections and p50/p99 at a fixed 200 req/s for each main path, with the
+ * ratios to the baselines. Embedded PGlite by default; DATABASE_URL when set.
+ */
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const RATE = 200;
+const ROOT = join(__dirname, '..', '..');
+
+interface Measure {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+type Target = 'service' | 'baseline (a) memory' | 'baseline (b) data';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function start(name: string, script: string, env: Record<string, string>, logFile: string): Promise<{ child: ChildProcess; base: string }> {
+  const port = await freePort();
+  const out = openSync(logFile, 'a');
+  const child = spawn(process.execPath, [script], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', out, out] });
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}; see ${logFile}`);
+    try {
+      const res = await fetch(`${base}/api/v1/`);
+      await res.arrayBuffer();
+      if (res.status < 500) return { child, base };
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) throw new Error(`${name} did not start; see ${logFile}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function run(base: string, path: BenchPath, ctx: BenchContext, options: { connections: number; duration: number; overallRate?: number }, counter: { n: number }): Promise<Result> {
+  return autocannon({
+    url: base,
+    connections: options.connections,
+    duration: options.duration,
+    overallRate: options.overallRate,
+    headers: { authorization: `Bearer ${ctx.token}`, 'content-type': 'application/json' },
+    requests: [
+      {
+        method: path.method,
+        setupRequest: (req) => {
+          counter.n += 1;
+          return { ...req, method: path.method, path: path.path(ctx, counter.n), body: path.body?.(ctx, counter.n) };
+        },
+      },
+    ],
+  });
+}
+
+async function measure(base: string, path: BenchPath, ctx: BenchContext, counter: { n: number }): Promise<Measure> {
+  await run(base, path, ctx, { connections: 10, duration: 1 }, counter); // warm-up (JIT, caches, prepared statements)
+  const load = await run(base, path, ctx, { connections: 50, duration: SECONDS }, counter);
+  const paced = await run(base, path, ctx, { connections: 20, duration: SECONDS, overallRate: RATE }, counter);
+  return {
+    rps: load.requests.average,
+    p50: paced.latency.p50,
+    p99: paced.latency.p99,
+    non2xx: load.non2xx + paced.non2xx,
+    errors: load.errors + load.timeouts + paced.errors + paced.timeouts,
+  };
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const databaseUrl = process.env.DATABASE_URL?.trim() || '';
+  const engine = databaseUrl ? 'postgres' : 'pglite';
+  if (!existsSync(join(ROOT, 'dist', 'src', 'main.js'))) throw new Error('dist/src/main.js missing: npm run build');
+  const work = mkdtempSync(join(tmpdir(), 'agent-platform-bench-'));
+  const logFile = join(work, 'servers.log');
+  const pgliteDir = join(work, 'pglite');
+  const dbEnv: Record<string, string> = databaseUrl ? { DATABASE_URL: databaseUrl } : { DATABASE_URL: '', PGLITE_DIR: pgliteDir };
+  const secrets = { CURSOR_SECRET: process.env.CURSOR_SECRET ?? 'bench-cursor-secret-0123456789', ENCRYPTION_KEY: process.env.ENCRYPTION_KEY ?? randomBytes(32).toString('base64') };
+
+  try {
+    console.log(`bench: engine ${engine}; seeding ${AGENTS} agents and ${CONVERSATIONS} conversations in one organization...`);
+    const seedStarted = Date.now();
+    const seeded = await seed(databaseUrl ? { databaseUrl } : { pgliteDir });
+    console.log(`bench: seeded in ${((Date.now() - seedStarted) / 1000).toFixed(1)} s`);
+    const ctx: BenchContext = { ...seeded, runTag: randomBytes(3).toString('hex').replace(/[0-9]/g, (d) => 'ghijklmnop'[Number(d)]) };
+    const counter = { n: 0 };
+    const results = new Map<string, Partial<Record<Target, Measure>>>();
+
+    // the service, as users run it (default log level: one line per request)
+    const service = await start(
+      'service',
+      'dist/src/main.js',
+      { ...dbEnv, ...secrets, HOST: '127.0.0.1', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_HOUR: '100000000', TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off' },
+      logFile,
+    );
+    const available: BenchPath[] = [];
+    const bodies: Array<{ method: string; pattern: string; status: number; data: unknown }> = [];
+    for (const path of BENCH_PATHS) {
+      const res = await fetch(service.base + path.path(ctx, 0), {
+        method: path.method,
+        headers: { authorization: `Bearer ${ctx.token}`, 'content-type': 'application/json' },
+        body: path.body?.(ctx, 0),
+      });
+      const body = (await res.json()) as { data?: unknown; error?: { code?: string } };
+      if (res.status === 404 && body.error?.code === 'not_found') {
+        console.log(`bench: ${path.name} skipped: the service has no such endpoint (404) on this build`);
+        continue;
+      }
+      if (res.status >= 300) throw new Error(`${path.name} answered ${res.status}: ${JSON.stringify(body)}`);
+      available.push(path);
+      const pattern = '^' + path.path(ctx, 0).split('?')[0].replace(/agent_[0-9a-f]{24}/, '[^/?]+').replace(/[?]/g, '\\?') + '(\\?.*)?$';
+      bodies.push({ method: path.method, pattern, status: res.status, data: body.data });
+    }
+    for (const path of available) {
+      console.log(`bench: service ${path.name}`);
+      results.set(path.name, { service: await measure(service.base, path, ctx, counter) });
+    }
+    await stop(service.child);
+
+    // (b) same SQL, same database (PGlite: the directory is free again now)
+    const data = await start('baseline (b)', 'dist/bench/baseline-data.js', dbEnv, logFile);
+    for (const path of available) {
+      console.log(`bench: baseline (b) ${path.name}`);
+      results.get(path.name)!['baseline (b) data'] = await measure(data.base, path, ctx, counter);
+    }
+    await stop(data.child);
+
+    // (a) the same envelopes from memory
+    const bodiesFile = join(work, 'bodies.json');
+    writeFileSync(bodiesFile, JSON.stringify(bodies));
+    const memory = await start('baseline (a)', 'dist/bench/baseline-memory.js', { BENCH_BODIES: bodiesFile }, logFile);
+    for (const path of available) {
+      console.log(`bench: baseline (a) ${path.name}`);
+      results.get(path.name)!['baseline (a) memory'] = await measure(memory.base, path, ctx, counter);
+    }
+    await stop(memory.child);
+
+    report(engine, available, results, Date.now() - started);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+function report(engine: string, paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>, elapsedMs: number): void {
+  const cpu = cpus();
+  console.log(`\n## ${engine === 'postgres' ? 'PostgreSQL server (DATABASE_URL)' : 'embedded PGlite'}: ${AGENTS} agents, ${CONVERSATIONS} conversations`);
+  console.log(`machine: ${cpu.length} × ${cpu[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}; load average before the report ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`req/s: 50 connections for ${SECONDS} s; latency: fixed ${RATE} req/s for ${SECONDS} s (ms)\n`);
+  console.log('| path | service req/s | (b) data req/s | (a) memory req/s | service / (b) | service / (a) | service p50 | service p99 | (b) p50 / p99 | (a) p50 / p99 | non-2xx |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+  const fmt = (n: number | undefined) => (n === undefined ? '–' : n >= 100 ? n.toFixed(0) : n.toFixed(1));
+  for (const path of paths) {
+    const r = results.get(path.name)!;
+    const s = r.service!;
+    const b = r['baseline (b) data'];
+    const a = r['baseline (a) memory'];
+    console.log(
+      `| ${path.name} | ${fmt(s.rps)} | ${fmt(b?.rps)} | ${fmt(a?.rps)} | ${b ? (s.rps / b.rps).toFixed(2) : '–'} | ${a ? (s.rps / a.rps).toFixed(2) : '–'} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(b?.p50)} / ${fmt(b?.p99)} | ${fmt(a?.p50)} / ${fmt(a?.p99)} | ${s.non2xx + s.errors} |`,
+    );
+  }
+  console.log('\ntargets (issue 7):');
+  for (const path of paths) {
+    const r = results.get(path.name)!;
+    const s = r.service!;
+    if (path.name === 'GET /agents/{id}' && r['baseline (b) data']) {
+      const ratio = s.rps / r['baseline (b) data']!.rps;
+      console.log(`  ${path.name} ≥ 0.5 of baseline (b): ${ratio.toFixed(2)} ${ratio >= 0.5 ? 'met' : 'NOT met'}`);
+    }
+    if (path.kind === 'point') console.log(`  ${path.name} p99 ≤ 10 ms at ${RATE} req/s: ${s.p99} ms ${s.p99 <= 10 ? 'met' : 'NOT met'}`);
+    if (path.kind === 'filtered') console.log(`  ${path.name} p50 ≤ 20 ms: ${s.p50} ms ${s.p50 <= 20 ? 'met' : 'NOT met'}`);
+  }
+  const skipped = BENCH_PATHS.filter((p) => !paths.includes(p)).map((p) => p.name);
+  if (skipped.length) console.log(`  not measured (no such endpoint on this build): ${skipped.join(', ')}`);
+  console.log(`\nbench: done in ${(elapsedMs / 1000).toFixed(0)} s`);
+}
+
+main().catch((error: Error) => {
+  console.error(`bench failed: ${error.message}`);
+  process.exit(1);
+});

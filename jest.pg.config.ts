@@ -1,0 +1,14 @@
+/** @jest-config-loader-options {"transpileOnly": true} */
+import type { Config } from 'jest';
+import base from './jest.config';
+
+// `npm run test:pg`: the whole e2e suite on a PostgreSQL server (DATABASE_URL),
+// plus the tests that only make sense there (test/pg/*.pg-spec.ts: faults,
+// several instances), which start clusters and servers of their own.
+const config: Config = {
+  ...base,
+  testMatch: ['<rootDir>/test/**/*.e2e-spec.ts', '<rootDir>/test/pg/**/*.pg-spec.ts'],
+  testTimeout: 60_000,
+};
+
+export default config;

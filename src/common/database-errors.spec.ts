@@ -1,0 +1,28 @@
+import { ErrorCode } from './api-error';
+import { translateDatabaseError } from './database-errors';
+
+// Drizzle 0.45 wraps the driver's error: the PostgreSQL code is on `cause`
+const wrapped = (code: string, message = 'db error') => Object.assign(new Error('Failed query: ...'), { cause: Object.assign(new Error(message), { code }) });
+
+describe('translateDatabaseError', () => {
+  it.each([
+    ['22021', 'invalid byte sequence for encoding "UTF8": 0x00'],
+    ['22P05', 'unsupported Unicode escape sequence'],
+    ['22P02', 'invalid input syntax'],
+    ['22001', 'value too long'],
+    ['22007', 'invalid datetime format'],
+    ['2201B', 'invalid regular expression'],
+    ['54000', 'index row size exceeds maximum'],
+  ])('maps data exception %s (%s) to 422 validation_failed, not a 500', (code, message) => {
+    expect(translateDatabaseError(wrapped(code, message))?.code).toBe(ErrorCode.ValidationFailed);
+  });
+
+  it.each(['57P01', '57014', '08006', 'ECONNREFUSED', '53300'])('maps %s to 503 service_unavailable', (code) => {
+    expect(translateDatabaseError(wrapped(code))?.code).toBe(ErrorCode.ServiceUnavailable);
+  });
+
+  it('maps a unique violation to 409 and leaves unknown errors to the filter (500)', () => {
+    expect(translateDatabaseError(wrapped('23505'))?.code).toBe(ErrorCode.Conflict);
+    expect(translateDatabaseError(wrapped('XX000'))).toBeNull();
+  });
+});

@@ -1,0 +1,39 @@
+import type { ArgumentMetadata } from '@nestjs/common';
+import { IsOptional, IsString } from 'class-validator';
+import { ApiError } from './api-error';
+import { ApiValidationPipe, MAX_BODY_DEPTH, nestingDepth } from './validation';
+
+class NoteCreate {
+  @IsOptional()
+  @IsString()
+  name?: string;
+}
+
+const body: ArgumentMetadata = { type: 'body', metatype: NoteCreate };
+
+function nested(depth: number, shape: 'object' | 'array'): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < depth; i++) value = shape === 'object' ? { a: value } : [value];
+  return value;
+}
+
+describe('ApiValidationPipe: deeply nested bodies', () => {
+  const pipe = new ApiValidationPipe();
+
+  it.each(['object', 'array'] as const)('rejects %ss nested 10,000 levels deep with 422 validation_failed, not a stack overflow', async (shape) => {
+    const error = await pipe.transform({ name: 'x', extra: nested(10_000, shape) }, body).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiError);
+    expect((error as ApiError).status).toBe(422);
+    expect((error as ApiError).details?.fields).toEqual({ body: [`nests deeper than ${MAX_BODY_DEPTH} levels`] });
+  });
+
+  it('still validates an ordinary body', async () => {
+    await expect(pipe.transform({ name: 'ok' }, body)).resolves.toBeInstanceOf(NoteCreate);
+  });
+
+  it('counts depth without recursion and stops early', () => {
+    expect(nestingDepth({ a: [{ b: 1 }] }, 100)).toBe(3);
+    expect(nestingDepth('text', 100)).toBe(0);
+    expect(nestingDepth(nested(1_000_000, 'array'), 32)).toBe(33);
+  });
+});

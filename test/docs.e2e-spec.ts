@@ -1,0 +1,136 @@
+import { existsSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { chromium, type Browser } from 'playwright-core';
+import { createOrg, type TestOrg } from './support/factories';
+import { createTestApp, type TestApp } from './support/test-app';
+
+/**
+ * issue 7 §6: the interactive reference at /docs, in a real headless
+ * Chromium against a real listening server: it loads with no network beyond
+ * the service itself, lists every operation of the served document, and a
+ * "try it out" call with a key succeeds.
+ */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+const available = existsSync(CHROMIUM);
+if (!available) console.log(`docs page test skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+
+type Operation = { method: string; path: string };
+
+(available ? describe : describe.skip)('GET /docs: the interactive API reference', () => {
+  let t: TestApp;
+  let origin: string;
+  let browser: Browser;
+  let org: TestOrg;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    await t.app.listen(0, '127.0.0.1');
+    origin = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
+    org = await createOrg(t.app);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  async function openDocs() {
+    const page = await browser.newPage();
+    const foreign: string[] = [];
+    const loaded: string[] = [];
+    // offline: anything that is not the service itself is refused and remembered
+    await page.route('**/*', (route) => {
+      const url = route.request().url();
+      if (url.startsWith(origin) || url.startsWith('data:')) {
+        loaded.push(url.slice(origin.length));
+        return route.continue();
+      }
+      foreign.push(url);
+      return route.abort();
+    });
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    await page.goto(`${origin}/docs`, { waitUntil: 'load' });
+    await page.waitForSelector('.opblock', { timeout: 20_000 });
+    return { page, foreign, loaded, errors };
+  }
+
+  it('loads with no request beyond the service and downloads the served /api/v1/openapi.json', async () => {
+    const { page, foreign, loaded, errors } = await openDocs();
+    expect(foreign).toEqual([]);
+    expect(errors).toEqual([]);
+    expect(loaded).toContain('/api/v1/openapi.json');
+    expect(loaded.some((url) => url.startsWith('/docs/swagger-ui-bundle.js'))).toBe(true);
+    expect(await page.title()).toBe('Agent Platform REST API reference');
+    await page.close();
+  });
+
+  it('lists every operation of the served document', async () => {
+    const document = (await t.http.get('/api/v1/openapi.json').expect(200)).body as { paths: Record<string, Record<string, unknown>> };
+    const expected: Operation[] = [];
+    for (const [path, item] of Object.entries(document.paths)) {
+      for (const method of Object.keys(item)) {
+        if (['get', 'put', 'post', 'patch', 'delete', 'head', 'options'].includes(method)) expected.push({ method: method.toUpperCase(), path });
+      }
+    }
+    const { page } = await openDocs();
+    const shown = await page.$$eval('.opblock', (blocks) =>
+      blocks.map((block) => ({
+        method: (block.querySelector('.opblock-summary-method')?.textContent ?? '').trim(),
+        path: block.querySelector('.opblock-summary-path')?.getAttribute('data-path') ?? '',
+      })),
+    );
+    const key = (op: Operation) => `${op.method} ${op.path}`;
+    expect(shown.map(key).sort()).toEqual(expected.map(key).sort());
+    expect(expected.length).toBeGreaterThanOrEqual(4);
+    await page.close();
+  });
+
+  it('"try it out" on GET /org with a key returns the organization', async () => {
+    const { page } = await openDocs();
+    await page.click('button.authorize');
+    await page.fill('.auth-container input[type=text], .auth-container input[type=password]', org.token);
+    await page.click('.auth-btn-wrapper button.authorize');
+    await page.click('button.btn-done');
+
+    const operation = page.locator('.opblock', { has: page.locator('.opblock-summary-path[data-path="/org"]') });
+    await operation.locator('.opblock-summary-control').click();
+    await operation.locator('button.try-out__btn').click();
+    await operation.locator('button.execute').click();
+    const status = operation.locator('.live-responses-table .response .response-col_status');
+    await status.first().waitFor({ timeout: 15_000 });
+    expect((await status.first().innerText()).trim()).toBe('200');
+    const body = await operation.locator('.live-responses-table .response-col_description pre').first().innerText();
+    expect(JSON.parse(body).data.id).toBe(org.orgId);
+    await page.close();
+  });
+});
+
+describe('GET /docs adds no API description routes of its own', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('serves the page as HTML, and neither /docs-json, /docs-yaml nor an embedded copy of the document', async () => {
+    const page = await t.http.get('/docs').expect(200);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    await t.http.get('/docs-json').expect(404);
+    await t.http.get('/docs-yaml').expect(404);
+    const init = await t.http.get('/docs/swagger-ui-init.js').expect(200);
+    expect(init.text).toContain('"swaggerUrl": "/api/v1/openapi.json"');
+    expect(init.text).not.toContain('"paths"');
+  });
+});
