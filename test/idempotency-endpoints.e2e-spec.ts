@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import request, { type Response } from 'supertest';
 import { agents, customTools, idempotencyRecords, sources } from '../src/database/schema';
+import { IdempotencyRepository } from '../src/idempotency/idempotency.repository';
 import { IdempotencyService } from '../src/idempotency/idempotency.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
@@ -574,6 +575,27 @@ describe('custom tool credentials never appear in a replay or in the stored reco
     expect(replay.status).toBe(422);
     expect(replay.headers['idempotent-replayed']).toBe('true');
     for (const text of [first.text, replay.text, await storedBodyText(key)]) expect(text).not.toContain(SECRET.rejected);
+  });
+
+  it('a record that fails to store is logged without the query parameters (the response body being stored)', async () => {
+    const repository = t.app.get(IdempotencyRepository);
+    const realSave = repository.save.bind(repository);
+    // a real database error: drizzle's message then lists every parameter, the body included
+    const save = jest.spyOn(repository, 'save').mockImplementationOnce((orgId, record) => realSave(orgId, { ...record, status: null as never }));
+    try {
+      const marker = `Marker ${uniq()}`;
+      const key = newKey();
+      const res = await send('post', `${API}/custom_tools`, toolBody({ description: marker }), { key });
+      expect(res.status).toBe(201);
+      expect(await recordsOf(org.orgId, key)).toHaveLength(0);
+      const line = t.logs.find((l) => l.includes(res.headers['x-request-id']) && l.includes('idempotency record not stored'));
+      expect(line).toBeDefined();
+      expect(line).toContain('violates not-null constraint'); // the driver's cause is kept
+      expect(line).not.toContain(marker);
+      expect(line).not.toContain(res.body.data.id);
+    } finally {
+      save.mockRestore();
+    }
   });
 
   it('no log line of this file carries a credential', () => {
