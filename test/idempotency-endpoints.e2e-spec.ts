@@ -512,6 +512,32 @@ describe('which outcomes of the real endpoints are stored', () => {
   });
 });
 
+describe('a U+0000 in any string is the operation\'s 422, stored and replayed (PostgreSQL cannot hold it: it was a 500)', () => {
+  type NulCase = [string, 'post' | 'patch', () => Promise<string> | string, () => Record<string, unknown>, string];
+  it.each<NulCase>([
+    ['POST /agents', 'post', () => `${API}/agents`, () => agentBody({ name: 'Support\u0000bot' }), 'name'],
+    ['PATCH /agents/{id}', 'patch', async () => `${API}/agents/${(await createAgent()).id}`, () => ({ instructions: 'Be kind.\u0000' }), 'instructions'],
+    ['POST /custom_tools', 'post', () => `${API}/custom_tools`, () => toolBody({ parameters: [{ name: 'ticket\u0000id', type: 'integer', required: true, in: 'query' }] }), 'parameters[0].name'],
+    ['PATCH /custom_tools/{id}', 'patch', async () => `${API}/custom_tools/${(await createTool()).id}`, () => ({ auth: { type: 'bearer', credentials: { token: `${SECRET.rejected}\u0000` } } }), 'auth.credentials.token'],
+    ['POST /sources', 'post', () => `${API}/sources`, () => sourceBody({ config: { url: 'https://help.example.com/\u0000' } }), 'config.url'],
+    ['POST /agents, in a key', 'post', () => `${API}/agents`, () => ({ ...agentBody(), 'x\u0000y': 1 }), 'x\\u0000y'],
+  ])('%s → 422 validation_failed naming the field', async (_name, method, path, body, field) => {
+    const target = await path();
+    const key = newKey();
+    const raw = JSON.stringify(body());
+    const first = await send(method, target, raw, { key });
+    expect(first.status).toBe(422);
+    expect(first.body.error.code).toBe('validation_failed');
+    expect(first.body.error.details.fields).toEqual({ [field]: ['must not contain the NUL character (U+0000)'] });
+    expect(first.text).not.toContain(SECRET.rejected);
+    const replay = await send(method, target, raw, { key });
+    expect(replay.status).toBe(422);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(withoutRequestId(replay.body)).toEqual(withoutRequestId(first.body));
+    expect((await recordsOf(org.orgId, key))[0].status).toBe(422);
+  });
+});
+
 describe('DELETE and GET ignore Idempotency-Key', () => {
   it.each([
     ['agents', () => createAgent(), 'agent_not_found'],
