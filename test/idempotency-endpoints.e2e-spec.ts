@@ -246,6 +246,8 @@ describe.each(ENDPOINTS)('$name honors Idempotency-Key', (endpoint) => {
     expect(replay.headers['x-request-id']).toBe(retryId);
     expect(replay.body.meta.request_id).toBe(retryId);
     expect(withoutRequestId(replay.body)).toEqual(withoutRequestId(first.body));
+    // byte for byte, field order included
+    expect(replay.text).toBe(first.text.replace(first.body.meta.request_id, retryId));
     expect(await endpoint.effect(org, target)).toEqual(effectBefore);
 
     const [record] = await recordsOf(org.orgId, key);
@@ -429,6 +431,7 @@ describe('which outcomes of the real endpoints are stored', () => {
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.body.error.request_id).toBe(replay.headers['x-request-id']);
     expect(withoutRequestId(replay.body)).toEqual(withoutRequestId(first.body));
+    expect(replay.text).toBe(first.text.replace(first.body.error.request_id, replay.body.error.request_id));
     const [record] = await recordsOf(org.orgId, key);
     expect(record.status).toBe(422);
   });
@@ -627,6 +630,26 @@ describe('custom tool credentials never appear in a replay or in the stored reco
   it('no log line of this file carries a credential', () => {
     const logs = t.logs.join('');
     for (const secret of Object.values(SECRET)) expect(logs).not.toContain(secret);
+  });
+});
+
+describe('OpenAPI: the five write operations document the key, the replay header and the reuse conflict', () => {
+  it.each([
+    ['/agents', 'post', '201'],
+    ['/agents/{id}', 'patch', '200'],
+    ['/custom_tools', 'post', '201'],
+    ['/custom_tools/{id}', 'patch', '200'],
+    ['/sources', 'post', '201'],
+  ])('%s %s', async (path, method, success) => {
+    const doc = (await t.http.get(`${API}/openapi.json`).expect(200)).body;
+    const operation = doc.paths[path][method];
+    const keys = operation.parameters.filter((p: { name: string; in: string }) => p.in === 'header' && p.name === 'Idempotency-Key');
+    expect(keys).toHaveLength(1);
+    expect(operation.responses[success].headers['Idempotent-Replayed']).toBeDefined();
+    expect(operation.responses['409'].description).toContain('idempotency_key_reused');
+    for (const header of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) {
+      expect(Object.keys(operation.responses[success].headers ?? {})).toContain(header);
+    }
   });
 });
 
