@@ -335,6 +335,33 @@ describe.each(ENDPOINTS)('$name honors Idempotency-Key', (endpoint) => {
   });
 });
 
+describe('keys belong to the organization, not to the API key', () => {
+  it('another API key of the same organization replays the stored response', async () => {
+    const o = await createOrg(t.app);
+    const second = await o.key(['agents:write']);
+    const key = newKey();
+    const raw = JSON.stringify(agentBody());
+    const first = expectStatus(await send('post', `${API}/agents`, raw, { key, auth: o.auth }), 201);
+    const replay = await send('post', `${API}/agents`, raw, { key, auth: second.auth });
+    expect(replay.status).toBe(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body.data.id).toBe(first.body.data.id);
+    expect(await countRows(agents, o.orgId)).toBe(1);
+  });
+
+  it('a key of the same organization without the write scope gets 403, not the stored response', async () => {
+    const o = await createOrg(t.app);
+    const readOnly = await o.key(['agents:read']);
+    const key = newKey();
+    const raw = JSON.stringify(agentBody());
+    expectStatus(await send('post', `${API}/agents`, raw, { key, auth: o.auth }), 201);
+    const res = await send('post', `${API}/agents`, raw, { key, auth: readOnly.auth });
+    expect(res.status).toBe(403);
+    expect(res.body.data).toBeUndefined();
+    expect(res.headers['idempotent-replayed']).toBeUndefined();
+  });
+});
+
 describe('POST /agents: 10 concurrent identical requests with one key', () => {
   it('every response is a complete 2xx/4xx envelope; one record, one agent; a later replay is the 201 with that agent', async () => {
     const o = await createOrg(t.app);
@@ -538,6 +565,35 @@ describe('a U+0000 in any string is the operation\'s 422, stored and replayed (P
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(withoutRequestId(replay.body)).toEqual(withoutRequestId(first.body));
     expect((await recordsOf(org.orgId, key))[0].status).toBe(422);
+  });
+});
+
+describe('a body of another Content-Type is fingerprinted as received too', () => {
+  const postText = (key: string, text: string, type = 'text/plain') => {
+    const req = t.http.post(`${API}/agents`).set('Authorization', org.auth).set('Idempotency-Key', key).set('Content-Type', type);
+    return req.send(text);
+  };
+
+  it('same bytes replay the 422; other bytes are 409 idempotency_key_reused (they were both fingerprinted as an empty body)', async () => {
+    const key = newKey();
+    const text = JSON.stringify(agentBody());
+    const first = await postText(key, text);
+    expect(first.status).toBe(422);
+    expect(first.body.error.details.fields).toEqual({ body: ['must be a JSON object'] });
+    const replay = await postText(key, text);
+    expect(replay.status).toBe(422);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    const other = await postText(key, 'something else entirely');
+    expect(other.status).toBe(409);
+    expect(other.body.error.code).toBe('idempotency_key_reused');
+    const [record] = await recordsOf(org.orgId, key);
+    expect(record.status).toBe(422);
+  });
+
+  it('a non-JSON body over 1 MiB is 413, as a JSON one is', async () => {
+    const res = await postText(newKey(), 'x'.repeat(1024 * 1024 + 1), 'application/octet-stream');
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('payload_too_large');
   });
 });
 

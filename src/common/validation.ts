@@ -61,7 +61,8 @@ export class ApiValidationPipe extends ValidationPipe {
     const isDto = typeof metadata.metatype === 'function' && ![String, Number, Boolean, Array, Object].includes(metadata.metatype as never);
     if (metadata.type === 'body' && isDto) {
       if (value === undefined) value = {};
-      if (typeof value !== 'object' || Array.isArray(value)) {
+      // a Buffer is a body of another Content-Type, read only for the idempotency fingerprint
+      if (typeof value !== 'object' || value === null || Array.isArray(value) || Buffer.isBuffer(value)) {
         throw ApiError.validation({ body: ['must be a JSON object'] });
       }
     }
