@@ -23,6 +23,10 @@ export function configureApp(app: INestApplication, logger: AppLogger): void {
   express.use(requestContextMiddleware(logger));
   express.use(outsideApiPrefixNotFound);
   express.useBodyParser('json', { limit: MAX_BODY_BYTES, type: ['application/json', 'application/*+json'] });
+  // any other body is read as bytes, never parsed: the Idempotency-Key
+  // fingerprint covers the body as received whatever its type, and the
+  // validation pipe answers 422 for a body that is not JSON
+  express.useBodyParser('raw', { limit: MAX_BODY_BYTES, type: () => true });
   express.set('etag', false);
   express.set('x-powered-by', false);
   express.set('trust proxy', false);

@@ -204,7 +204,7 @@ describe('database unreachable → 503 service_unavailable in the envelope', () 
     const broken = await createTestApp();
     try {
       const subject = await createOrg(broken.app);
-      await broken.connection.pglite!.close();
+      await broken.connection.close(); // either engine: the PGlite instance or the server pool is gone
       const res = await broken.http.get('/api/v1/org').set('Authorization', subject.auth);
       expect(res.status).toBe(503);
       expect(res.body.error.code).toBe('service_unavailable');

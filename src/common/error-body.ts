@@ -75,3 +75,20 @@ export function knownApiError(exception: unknown): ApiError | null {
   if (exception instanceof ApiError) return exception;
   return frameworkApiError(exception) ?? translateDatabaseError(exception);
 }
+
+/** Message, code and stack only: never request data that might carry a secret. */
+export function summarizeError(exception: unknown): Record<string, unknown> {
+  if (exception instanceof Error) {
+    // Drizzle's query errors carry the SQL parameters in their message: those
+    // may be secrets (ciphertexts, hashes, request data), so only the cause is kept.
+    const carriesParams = 'params' in exception;
+    return {
+      name: exception.name,
+      message: carriesParams ? 'database query failed' : exception.message,
+      code: (exception as { code?: unknown }).code,
+      stack: carriesParams ? undefined : exception.stack,
+      cause: exception.cause instanceof Error ? { message: exception.cause.message, code: (exception.cause as { code?: unknown }).code } : undefined,
+    };
+  }
+  return { value: String(exception) };
+}

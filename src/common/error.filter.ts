@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, Inject } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { ApiError, ErrorCode } from './api-error';
 import { translateDatabaseError } from './database-errors';
-import { frameworkApiError, renderErrorBody } from './error-body';
+import { frameworkApiError, renderErrorBody, summarizeError } from './error-body';
 import { LOGGER, type AppLogger } from './logger';
 import { REQUEST_ID_HEADER, resolveRequestId, type RequestContext } from './request-context';
 
@@ -37,29 +37,12 @@ export class ErrorEnvelopeFilter implements ExceptionFilter {
     const translated = translateDatabaseError(exception);
     if (translated) {
       if (translated.code === ErrorCode.ServiceUnavailable) {
-        this.logger.warn({ request_id: requestId, err: summarize(exception) }, 'database unavailable');
+        this.logger.warn({ request_id: requestId, err: summarizeError(exception) }, 'database unavailable');
       }
       return translated;
     }
 
-    this.logger.error({ request_id: requestId, err: summarize(exception) }, 'unhandled error');
+    this.logger.error({ request_id: requestId, err: summarizeError(exception) }, 'unhandled error');
     return new ApiError(ErrorCode.InternalError, 'An unexpected error occurred.');
   }
-}
-
-/** Message, code and stack only: never request data that might carry a secret. */
-function summarize(exception: unknown): Record<string, unknown> {
-  if (exception instanceof Error) {
-    // Drizzle's query errors carry the SQL parameters in their message: those
-    // may be secrets (ciphertexts, hashes, request data), so only the cause is kept.
-    const carriesParams = 'params' in exception;
-    return {
-      name: exception.name,
-      message: carriesParams ? 'database query failed' : exception.message,
-      code: (exception as { code?: unknown }).code,
-      stack: carriesParams ? undefined : exception.stack,
-      cause: exception.cause instanceof Error ? { message: exception.cause.message, code: (exception.cause as { code?: unknown }).code } : undefined,
-    };
-  }
-  return { value: String(exception) };
 }

@@ -1,7 +1,7 @@
 import type { ArgumentMetadata } from '@nestjs/common';
 import { IsOptional, IsString } from 'class-validator';
 import { ApiError } from './api-error';
-import { ApiValidationPipe, MAX_BODY_DEPTH, nestingDepth } from './validation';
+import { ApiValidationPipe, MAX_BODY_DEPTH, nestingDepth, nulCharacterPaths } from './validation';
 
 class NoteCreate {
   @IsOptional()
@@ -35,5 +35,24 @@ describe('ApiValidationPipe: deeply nested bodies', () => {
     expect(nestingDepth({ a: [{ b: 1 }] }, 100)).toBe(3);
     expect(nestingDepth('text', 100)).toBe(0);
     expect(nestingDepth(nested(1_000_000, 'array'), 32)).toBe(33);
+  });
+});
+
+
+describe('nulCharacterPaths', () => {
+  it('finds U+0000 in nested strings, array items and keys, naming each path once', () => {
+    const body = {
+      name: 'ok',
+      tools: [{ name: 'a\u0000b' }, { name: 'fine' }],
+      config: { url: 'https://x\u0000', 'k\u0000ey': { deep: '\u0000' } },
+      n: 1,
+      nothing: null,
+    };
+    expect(nulCharacterPaths(body)).toEqual(['tools[0].name', 'config.url', 'config.k\\u0000ey']);
+  });
+
+  it('a top-level string is "body"; clean values give nothing', () => {
+    expect(nulCharacterPaths('\u0000')).toEqual(['body']);
+    expect(nulCharacterPaths({ a: ['x', { b: 'y' }], c: true })).toEqual([]);
   });
 });

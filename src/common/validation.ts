@@ -32,10 +32,35 @@ export function nestingDepth(value: unknown, limit: number): number {
   return deepest;
 }
 
+const NUL = '\u0000';
+const NUL_PROBLEM = 'must not contain the NUL character (U+0000)';
+
+/**
+ * Paths of every string (and object key) holding U+0000. JSON allows it, but
+ * PostgreSQL text and jsonb cannot store it: unchecked, it reaches the
+ * database and fails there as a 500. Keys are shown with the NUL escaped.
+ */
+export function nulCharacterPaths(value: unknown, path = '', found: string[] = []): string[] {
+  if (typeof value === 'string') {
+    if (value.includes(NUL)) found.push(path === '' ? 'body' : path);
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => nulCharacterPaths(item, `${path}[${i}]`, found));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      const shown = key.split(NUL).join('\\u0000');
+      const itemPath = path === '' ? shown : `${path}.${shown}`;
+      if (key.includes(NUL)) found.push(itemPath);
+      else nulCharacterPaths(item, itemPath, found);
+    }
+  }
+  return found;
+}
+
 /**
  * Global pipe: whitelisted DTOs only (unknown fields → 422, no silent mass
  * assignment), class-validator failures → 422 `validation_failed` naming the
- * fields, and a body that is not a JSON object → 422 as well.
+ * fields, a body that is not a JSON object → 422 as well, and so is any
+ * string holding U+0000 (before it reaches PostgreSQL).
  */
 @Injectable()
 export class ApiValidationPipe extends ValidationPipe {
@@ -53,16 +78,21 @@ export class ApiValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const isDto = typeof metadata.metatype === 'function' && ![String, Number, Boolean, Array, Object].includes(metadata.metatype as never);
     // class-transformer recurses once per level: 10,000 levels overflow the stack (a 500)
-    if (metadata.type === 'body' && nestingDepth(value, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) {
+    if (metadata.type === 'body' && !Buffer.isBuffer(value) && nestingDepth(value, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) {
       throw ApiError.validation({ body: [`nests deeper than ${MAX_BODY_DEPTH} levels`] });
     }
     if (metadata.type === 'body' && isDto) {
       if (value === undefined) value = {};
-      if (typeof value !== 'object' || Array.isArray(value)) {
+      // a Buffer is a body of another Content-Type, read only for the idempotency fingerprint
+      if (typeof value !== 'object' || value === null || Array.isArray(value) || Buffer.isBuffer(value)) {
         throw ApiError.validation({ body: ['must be a JSON object'] });
       }
     }
     if (metadata.type === 'query' && isDto && (value === undefined || value === null)) value = {};
+    if (metadata.type === 'body' || metadata.type === 'query') {
+      const paths = nulCharacterPaths(value);
+      if (paths.length > 0) throw ApiError.validation(Object.fromEntries(paths.map((path) => [path, [NUL_PROBLEM]])));
+    }
     return super.transform(value, metadata);
   }
 }

@@ -3,6 +3,7 @@ import {
   boolean,
   index,
   integer,
+  json,
   jsonb,
   pgTable,
   primaryKey,
@@ -384,7 +385,11 @@ export const idempotencyRecords = pgTable(
     key: text('key').notNull(),
     fingerprint: text('fingerprint').notNull(),
     status: integer('status').notNull(),
-    body: jsonb('body').notNull(),
+    /**
+     * json, not jsonb: the text exactly as first sent (jsonb reorders object
+     * keys), so a replay is the first response byte for byte but its request_id
+     */
+    body: json('body').notNull(),
     createdAt: createdAt(),
     expiresAt: ts('expires_at').notNull(),
   },

@@ -2,7 +2,7 @@ import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } fr
 import type { ServerResponse } from 'node:http';
 import { catchError, mergeMap, of, type Observable } from 'rxjs';
 import { ApiError, ErrorCode } from '../common/api-error';
-import { knownApiError, renderErrorBody } from '../common/error-body';
+import { knownApiError, renderErrorBody, summarizeError } from '../common/error-body';
 import { LOGGER, type AppLogger } from '../common/logger';
 import type { RequestContext } from '../common/request-context';
 import type { IdempotencyRecord } from './idempotency.repository';
@@ -67,7 +67,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     try {
       existing = await this.idempotency.findLive(orgId, key, startedAt);
     } catch (error) {
-      this.logger.warn({ request_id: request.requestId, err: { message: (error as Error).message } }, 'idempotency store unavailable');
+      this.logger.warn({ request_id: request.requestId, err: summarizeError(error) }, 'idempotency store unavailable');
       throw new ApiError(
         ErrorCode.ServiceUnavailable,
         'The idempotency store is temporarily unavailable; the request was not executed. Retry with the same key.',
@@ -121,7 +121,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       await this.idempotency.record(orgId, key, outcome, startedAt);
     } catch (error) {
       this.logger.warn(
-        { request_id: request.requestId, err: { message: (error as Error).message } },
+        // not the query error's message: its parameters are the response body being stored
+        { request_id: request.requestId, err: summarizeError(error) },
         'idempotency record not stored; the response is sent anyway',
       );
     }
