@@ -21,7 +21,14 @@ describe('the bundled demo fixture loads on first run', () => {
     const document = buildDemoFixture(t.app.get(FixtureRegistry));
     // validation alone first: a FixtureError here names the module's bad field
     expect(() => t.app.get(FixtureLoader).parse(document)).not.toThrow();
-    const { demo } = await t.app.get(StartupFixtures).load();
+    let demo;
+    if (t.config.databaseUrl) {
+      // operations.md: never with DATABASE_URL set, even on an empty server
+      expect((await t.app.get(StartupFixtures).load()).demo).toBeNull();
+      demo = await t.app.get(FixtureLoader).load(document);
+    } else {
+      demo = (await t.app.get(StartupFixtures).load()).demo;
+    }
     expect(demo?.orgs).toEqual([{ id: DEMO_ORG_ID, name: 'Demo Organization' }]);
     expect(demo?.generated_keys).toHaveLength(1);
     const auth = `Bearer ${demo!.generated_keys[0].token}`;
