@@ -15,7 +15,7 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
-import { BOUNDS, idPattern } from '../common/input-bounds';
+import { BOUNDS, idPattern, IsBoundedJson } from '../common/input-bounds';
 
 export const HANDLE_PATTERN = /^[a-zA-Z][a-zA-Z0-9]*$/;
 export const AGENT_PATH_ID_PATTERN = idPattern('agent', { allowBare: true });
@@ -174,9 +174,15 @@ abstract class AgentWritableFields {
   @Type(() => DataSourceRefDto)
   data_sources?: DataSourceRefDto[];
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, nullable: true, description: 'Free-form object.' })
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    nullable: true,
+    description: `Free-form object of at most ${BOUNDS.jsonBytes} bytes as JSON, nested at most ${BOUNDS.jsonDepth} levels.`,
+  })
   @IsOptional()
   @IsObject()
+  @IsBoundedJson()
   pending_trigger_hint?: Record<string, unknown> | null;
 }
 

@@ -1,3 +1,4 @@
+import { ValidateBy, type ValidationOptions } from 'class-validator';
 import { ID_PREFIXES, type IdKind } from '../../libs/ids/ids';
 
 /**
@@ -57,6 +58,9 @@ export const BOUNDS = {
   metadataKeys: 20,
   metadataKey: 64,
   metadataValue: 500,
+  /** free-form JSON objects (agent pending_trigger_hint, source config): size as JSON in bytes, nesting depth */
+  jsonBytes: 8_192,
+  jsonDepth: 5,
   /** conversation_number: a PostgreSQL integer (int32) */
   conversationNumber: 2_147_483_647,
 } as const;
@@ -69,4 +73,32 @@ export const BOUNDS = {
 export function idPattern(kind: IdKind, options: { allowBare?: boolean } = {}): string {
   const prefixed = `${ID_PREFIXES[kind]}_[a-f0-9]{24}`;
   return options.allowBare ? `^(${prefixed}|[a-f0-9]{24})$` : `^${prefixed}$`;
+}
+
+/** Nesting depth of a JSON value: 0 for scalars, 1 for a flat object or array. */
+export function jsonDepth(value: unknown): number {
+  if (value === null || typeof value !== 'object') return 0;
+  const children = Array.isArray(value) ? value : Object.values(value);
+  return 1 + children.reduce<number>((max, child) => Math.max(max, jsonDepth(child)), 0);
+}
+
+/** The problem with a free-form JSON object's size or depth, or null when it is within the bounds. */
+export function jsonBoundsProblem(value: unknown): string | null {
+  if (Buffer.byteLength(JSON.stringify(value) ?? '') > BOUNDS.jsonBytes) return `must be at most ${BOUNDS.jsonBytes} bytes as JSON`;
+  if (jsonDepth(value) > BOUNDS.jsonDepth) return `must be nested at most ${BOUNDS.jsonDepth} levels deep`;
+  return null;
+}
+
+/** class-validator: a free-form JSON object within `BOUNDS.jsonBytes` and `BOUNDS.jsonDepth`. */
+export function IsBoundedJson(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isBoundedJson',
+      validator: {
+        validate: (value: unknown) => jsonBoundsProblem(value) === null,
+        defaultMessage: (args) => `$property ${jsonBoundsProblem(args?.value) ?? 'is out of bounds'}`,
+      },
+    },
+    options,
+  );
 }

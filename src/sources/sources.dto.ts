@@ -52,7 +52,7 @@ export class CreateSourceDto {
     },
     required: ['url'],
     additionalProperties: true,
-    description: 'type-specific; additional keys allowed (at most 8 KiB as JSON, nested at most 5 levels)',
+    description: `type-specific; additional keys allowed (at most ${BOUNDS.jsonBytes} bytes as JSON, nested at most ${BOUNDS.jsonDepth} levels)`,
   })
   @OptionalNonNull()
   @IsObject()
