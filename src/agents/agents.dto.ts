@@ -15,20 +15,23 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
+import { BOUNDS, idPattern, IsBoundedJson } from '../common/input-bounds';
 
 export const HANDLE_PATTERN = /^[a-zA-Z][a-zA-Z0-9]*$/;
-export const AGENT_PATH_ID_PATTERN = '^(agent_[a-f0-9]{24}|[a-f0-9]{24})$';
+export const AGENT_PATH_ID_PATTERN = idPattern('agent', { allowBare: true });
 export const DEFAULT_AGENT_COLOR = '#6366f1';
 export const COLOR_PATTERN = /^#(?:[0-9a-fA-F]{6}|[0-9a-fA-F]{3})$/;
 export const DATA_SOURCE_SCOPES = ['all', 'selected'] as const;
 /** a ToolRef whose name starts with this occupies one of the plan's `custom_tool_slots` */
 export const CUSTOM_TOOL_PREFIX = 'custom_';
 
-export const MAX_HANDLE_LENGTH = 64;
-export const MAX_NAME_LENGTH = 200;
-export const MAX_TEXT_LENGTH = 100_000;
-export const MAX_REFS = 100;
-export const MAX_TOOLS = 200;
+export const MAX_HANDLE_LENGTH = BOUNDS.handle;
+export const MAX_NAME_LENGTH = BOUNDS.name;
+export const MAX_TEXT_LENGTH = BOUNDS.instructions;
+export const MAX_REFS = BOUNDS.agentRefs;
+export const MAX_TOOLS = BOUNDS.agentTools;
+const CONNECTOR_ID = { pattern: idPattern('connector', { allowBare: true }), maxLength: BOUNDS.id };
+const AGENT_ID = { pattern: idPattern('agent', { allowBare: true }), maxLength: BOUNDS.id };
 
 /** The key may be omitted, but an explicit `null` is rejected (the field is not nullable). */
 const OmittableNotNull = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
@@ -40,30 +43,35 @@ export class ToolRefDto {
   @MaxLength(MAX_NAME_LENGTH)
   name!: string;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, description: 'Connector instance id; null for built-in or knowledge tools.' })
+  @ApiPropertyOptional({ type: 'string', nullable: true, ...CONNECTOR_ID, description: 'Connector instance id; null for built-in or knowledge tools.' })
   @IsOptional()
   @IsString()
-  @MaxLength(64)
+  @MaxLength(BOUNDS.id)
   connector_id?: string | null;
 }
 
 export class DataSourceRefDto {
-  @ApiProperty({ example: 'source_0123456789abcdef01234567' })
+  @ApiProperty({ example: 'source_0123456789abcdef01234567', pattern: idPattern('source'), maxLength: BOUNDS.id })
   @IsString()
   @IsNotEmpty()
-  @MaxLength(64)
+  @MaxLength(BOUNDS.id)
   source_id!: string;
 
   @ApiProperty({ enum: DATA_SOURCE_SCOPES })
   @IsIn(DATA_SOURCE_SCOPES)
   scope!: 'all' | 'selected';
 
-  @ApiPropertyOptional({ type: [String], description: 'Document ids to include when `scope` = `selected`.' })
+  @ApiPropertyOptional({
+    type: 'array',
+    items: { type: 'string', pattern: idPattern('document'), maxLength: BOUNDS.id },
+    maxItems: BOUNDS.documentsPerSource,
+    description: 'Document ids to include when `scope` = `selected`.',
+  })
   @OmittableNotNull()
   @IsArray()
-  @ArrayMaxSize(1000)
+  @ArrayMaxSize(BOUNDS.documentsPerSource)
   @IsString({ each: true })
-  @MaxLength(64, { each: true })
+  @MaxLength(BOUNDS.id, { each: true })
   documents?: string[];
 }
 
@@ -99,10 +107,10 @@ export class AgentDto {
  * explicit `null` (OmittableNotNull); nullable ones accept it (IsOptional).
  */
 abstract class AgentWritableFields {
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: MAX_TEXT_LENGTH })
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.agentDescription })
   @IsOptional()
   @IsString()
-  @MaxLength(MAX_TEXT_LENGTH)
+  @MaxLength(BOUNDS.agentDescription)
   description?: string | null;
 
   @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: MAX_NAME_LENGTH })
@@ -118,10 +126,10 @@ abstract class AgentWritableFields {
   @Matches(COLOR_PATTERN, { message: 'color must be a hex color such as #rrggbb' })
   color?: string;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: 2048 })
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.url })
   @IsOptional()
   @IsString()
-  @MaxLength(2048)
+  @MaxLength(BOUNDS.url)
   avatar?: string | null;
 
   @ApiPropertyOptional({ default: true })
@@ -137,18 +145,25 @@ abstract class AgentWritableFields {
   @Type(() => ToolRefDto)
   tools?: ToolRefDto[];
 
-  @ApiPropertyOptional({ type: [String], maxItems: MAX_REFS, description: 'Connector ids of this organization.' })
+  @ApiPropertyOptional({ type: 'array', items: { type: 'string', ...CONNECTOR_ID }, maxItems: MAX_REFS, description: 'Connector ids of this organization.' })
   @OmittableNotNull()
   @IsArray()
   @ArrayMaxSize(MAX_REFS)
   @IsString({ each: true })
+  @MaxLength(BOUNDS.id, { each: true })
   connectors?: string[];
 
-  @ApiPropertyOptional({ type: [String], maxItems: MAX_REFS, description: 'Agent ids of this organization; an agent may not reference itself.' })
+  @ApiPropertyOptional({
+    type: 'array',
+    items: { type: 'string', ...AGENT_ID },
+    maxItems: MAX_REFS,
+    description: 'Agent ids of this organization; an agent may not reference itself.',
+  })
   @OmittableNotNull()
   @IsArray()
   @ArrayMaxSize(MAX_REFS)
   @IsString({ each: true })
+  @MaxLength(BOUNDS.id, { each: true })
   sub_agents?: string[];
 
   @ApiPropertyOptional({ type: [DataSourceRefDto], maxItems: MAX_REFS })
@@ -159,9 +174,15 @@ abstract class AgentWritableFields {
   @Type(() => DataSourceRefDto)
   data_sources?: DataSourceRefDto[];
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, nullable: true, description: 'Free-form object.' })
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    nullable: true,
+    description: `Free-form object of at most ${BOUNDS.jsonBytes} bytes as JSON, nested at most ${BOUNDS.jsonDepth} levels.`,
+  })
   @IsOptional()
   @IsObject()
+  @IsBoundedJson()
   pending_trigger_hint?: Record<string, unknown> | null;
 }
 
@@ -223,14 +244,20 @@ export class AgentUpdateDto extends AgentWritableFields {
   @IsBoolean()
   is_active?: boolean;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: 500, description: 'Set or cleared by the system on cascade events; may be set manually for diagnostics.' })
+  @ApiPropertyOptional({
+    type: 'string',
+    nullable: true,
+    maxLength: BOUNDS.deactivatedReason,
+    description: 'Set or cleared by the system on cascade events; may be set manually for diagnostics.',
+  })
   @IsOptional()
   @IsString()
-  @MaxLength(500)
+  @MaxLength(BOUNDS.deactivatedReason)
   deactivated_reason?: string | null;
 
-  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true })
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true, maxLength: BOUNDS.dateTime })
   @IsOptional()
+  @MaxLength(BOUNDS.dateTime)
   @IsISO8601({ strict: true }, { message: 'deactivated_at must be an ISO 8601 date-time' })
   deactivated_at?: string | null;
 }

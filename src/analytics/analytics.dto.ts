@@ -2,17 +2,17 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsDate, IsOptional } from 'class-validator';
 import { PaginationQuery } from '../common/pagination';
-import { toQueryDate } from '../common/query-values';
+import { QUERY_DATE_MESSAGE, QUERY_DATE_SCHEMA, toQueryDate } from '../common/query-values';
 
-const DATE_MESSAGE = { message: '$property must be an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z' };
+const DATE_MESSAGE = QUERY_DATE_MESSAGE;
 export const ANALYTICS_DEFAULT_WINDOW_DAYS = 30;
 
 export class AgentAnalyticsQuery extends PaginationQuery {
-  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: `Window start (inclusive); default \`until\` minus ${ANALYTICS_DEFAULT_WINDOW_DAYS} days.` })
+  @ApiPropertyOptional({ ...QUERY_DATE_SCHEMA, description: `Window start (inclusive); default \`until\` minus ${ANALYTICS_DEFAULT_WINDOW_DAYS} days.` })
   @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
   since?: Date;
 
-  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: 'Window end (inclusive); default now.' })
+  @ApiPropertyOptional({ ...QUERY_DATE_SCHEMA, description: 'Window end (inclusive); default now.' })
   @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
   until?: Date;
 }

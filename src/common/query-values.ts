@@ -3,6 +3,7 @@
  * that does not parse becomes a sentinel the validators reject, so the 422
  * names the parameter instead of the value silently turning into a default.
  */
+import { BOUNDS } from './input-bounds';
 
 /** RFC 3339 date-time; the offset may be omitted (then UTC). Date-only values are not date-times. */
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|z|[+-]\d{2}:?\d{2})?$/;
@@ -22,11 +23,22 @@ export function parseDateTime(value: string): Date | null {
   return date;
 }
 
-/** `@Transform` for date-time query params: Date, or an Invalid Date that `@IsDate` rejects. */
+/**
+ * `@Transform` for date-time query params: Date, or an Invalid Date that
+ * `@IsDate` rejects (also for values longer than `BOUNDS.dateTime`).
+ */
 export function toQueryDate({ value }: { value: unknown }): unknown {
   if (value === undefined) return undefined;
-  return (typeof value === 'string' && parseDateTime(value)) || new Date(Number.NaN);
+  return (typeof value === 'string' && value.length <= BOUNDS.dateTime && parseDateTime(value)) || new Date(Number.NaN);
 }
+
+/** The 422 message of a date-time query param that `toQueryDate` did not accept. */
+export const QUERY_DATE_MESSAGE = {
+  message: `$property must be an ISO 8601 date-time of at most ${BOUNDS.dateTime} characters, e.g. 2026-01-31T12:00:00Z`,
+};
+
+/** OpenAPI schema of a date-time query param. */
+export const QUERY_DATE_SCHEMA = { type: 'string', format: 'date-time', maxLength: BOUNDS.dateTime } as const;
 
 /** Accepted spellings of a boolean query flag (documented in docs/decisions.md). */
 export const QUERY_BOOLEAN_VALUES = ['true', 'false', '1', '0'] as const;

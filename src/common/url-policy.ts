@@ -15,7 +15,9 @@
  * actually connects to.
  */
 
-export const MAX_URL_LENGTH = 2048;
+import { BOUNDS } from './input-bounds';
+
+export const MAX_URL_LENGTH = BOUNDS.url;
 
 /** Host names that always mean "this machine" or a cloud metadata service. */
 const BLOCKED_HOST_NAMES = new Set([

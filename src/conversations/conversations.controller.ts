@@ -2,6 +2,7 @@ import { applyDecorators, Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import type { Page } from '../common/envelope';
+import { BOUNDS } from '../common/input-bounds';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
 import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
@@ -67,8 +68,15 @@ export class ConversationsController {
     required: false,
     style: 'deepObject',
     explode: true,
-    schema: { type: 'object', additionalProperties: { type: 'string' } },
-    description: 'Exact match on metadata keys in bracket notation (`metadata[ticketId]=123`), several keys AND-ed. Keys starting with `$` or containing a dot are rejected (422).',
+    schema: {
+      type: 'object',
+      maxProperties: BOUNDS.metadataKeys,
+      additionalProperties: { type: 'string', maxLength: BOUNDS.metadataValue },
+    },
+    description:
+      'Exact match on metadata keys in bracket notation (`metadata[ticketId]=123`), several keys AND-ed. ' +
+      `At most ${BOUNDS.metadataKeys} keys of at most ${BOUNDS.metadataKey} characters, values of at most ${BOUNDS.metadataValue}. ` +
+      'Keys starting with `$` or containing a dot are rejected (422).',
   })
   @ApiEnvelope(ConversationSummaryDto, { list: true })
   @ApiErrors(422)

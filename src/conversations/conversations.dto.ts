@@ -1,14 +1,16 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsDate, IsIn, IsInt, IsNotEmpty, IsOptional, IsString, MaxLength, Min } from 'class-validator';
+import { IsBoolean, IsDate, IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { BOUNDS, idPattern } from '../common/input-bounds';
 import { PaginationQuery, toStrictInt } from '../common/pagination';
-import { toQueryBoolean, toQueryDate } from '../common/query-values';
+import { QUERY_DATE_MESSAGE, QUERY_DATE_SCHEMA, toQueryBoolean, toQueryDate } from '../common/query-values';
 
 export const CONVERSATION_SOURCES = ['dashboard', 'autonomous', 'embed', 'sub-agent'] as const;
 export type ConversationSource = (typeof CONVERSATION_SOURCES)[number];
 export const MESSAGE_ROLES = ['user', 'assistant', 'tool', 'system'] as const;
 
-const DATE_MESSAGE = { message: '$property must be an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z' };
+const DATE_MESSAGE = QUERY_DATE_MESSAGE;
+const CONVERSATION_NUMBER_MESSAGE = { message: `$property must be an integer from 1 to ${BOUNDS.conversationNumber}` };
 const BOOLEAN_MESSAGE = { message: '$property must be true, false, 1 or 0' };
 
 /**
@@ -16,52 +18,63 @@ const BOOLEAN_MESSAGE = { message: '$property must be true, false, 1 or 0' };
  * not properties here: the query pipe takes them out first (they are dynamic).
  */
 export class ConversationListQuery extends PaginationQuery {
-  @ApiPropertyOptional({ description: 'One agent: `agent_<24 hex>` or the bare 24-hex id.' })
-  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64)
+  @ApiPropertyOptional({ pattern: idPattern('agent', { allowBare: true }), maxLength: BOUNDS.id, description: 'One agent: `agent_<24 hex>` or the bare 24-hex id.' })
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.id)
   agent_id?: string;
 
   @ApiPropertyOptional({ enum: CONVERSATION_SOURCES, description: 'Sub-agent runs are returned only when `source=sub-agent` is passed.' })
   @IsOptional() @IsIn(CONVERSATION_SOURCES, { message: `$property must be one of ${CONVERSATION_SOURCES.join(', ')}` })
   source?: ConversationSource;
 
-  @ApiPropertyOptional({ description: 'Exact match on the model used.' })
-  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200)
+  @ApiPropertyOptional({ maxLength: BOUNDS.filterText, description: 'Exact match on the model used.' })
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.filterText)
   model?: string;
 
-  @ApiPropertyOptional({ description: 'Sub-agent runs of one parent: `conv_<24 hex>` or the bare 24-hex id (combine with `source=sub-agent`).' })
-  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64)
+  @ApiPropertyOptional({
+    pattern: idPattern('conversation', { allowBare: true }),
+    maxLength: BOUNDS.id,
+    description: 'Sub-agent runs of one parent: `conv_<24 hex>` or the bare 24-hex id (combine with `source=sub-agent`).',
+  })
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.id)
   parent_conversation_id?: string;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1 })
-  @IsOptional() @Transform(toStrictInt) @IsInt({ message: '$property must be an integer >= 1' }) @Min(1, { message: '$property must be an integer >= 1' })
+  @ApiPropertyOptional({ type: 'integer', format: 'int32', minimum: 1, maximum: BOUNDS.conversationNumber })
+  @IsOptional()
+  @Transform(toStrictInt)
+  @IsInt(CONVERSATION_NUMBER_MESSAGE)
+  @Min(1, CONVERSATION_NUMBER_MESSAGE)
+  @Max(BOUNDS.conversationNumber, CONVERSATION_NUMBER_MESSAGE)
   conversation_number?: number;
 
-  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: '`last_message_at >= since`; alias of `last_message_after`.' })
+  @ApiPropertyOptional({ ...QUERY_DATE_SCHEMA, description: '`last_message_at >= since`; alias of `last_message_after`.' })
   @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
   since?: Date;
 
-  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: '`created_at >= value`' })
+  @ApiPropertyOptional({ ...QUERY_DATE_SCHEMA, description: '`created_at >= value`' })
   @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
   created_after?: Date;
 
-  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: '`created_at <= value`' })
+  @ApiPropertyOptional({ ...QUERY_DATE_SCHEMA, description: '`created_at <= value`' })
   @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
   created_before?: Date;
 
-  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: '`last_message_at >= value`' })
+  @ApiPropertyOptional({ ...QUERY_DATE_SCHEMA, description: '`last_message_at >= value`' })
   @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
   last_message_after?: Date;
 
-  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: '`last_message_at <= value`' })
+  @ApiPropertyOptional({ ...QUERY_DATE_SCHEMA, description: '`last_message_at <= value`' })
   @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
   last_message_before?: Date;
 
-  @ApiPropertyOptional({ description: 'Matches `metadata.ticketId`, `metadata.ticket_id` or `trigger_payload.ticket.id`, stored as string or number.' })
-  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200)
+  @ApiPropertyOptional({
+    maxLength: BOUNDS.filterText,
+    description: 'Matches `metadata.ticketId`, `metadata.ticket_id` or `trigger_payload.ticket.id`, stored as string or number.',
+  })
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.filterText)
   ticket_id?: string;
 
-  @ApiPropertyOptional({ description: 'Case-insensitive substring of `title` (not message content); every character is literal.' })
-  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200)
+  @ApiPropertyOptional({ maxLength: BOUNDS.filterText, description: 'Case-insensitive substring of `title` (not message content); every character is literal.' })
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.filterText)
   q?: string;
 
   @ApiPropertyOptional({ enum: ['true', 'false', '1', '0'], description: 'Only test-run conversations (`true`/`1`) or only real ones (`false`/`0`).' })

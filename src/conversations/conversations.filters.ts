@@ -3,6 +3,7 @@ import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { parseId } from '../../libs/ids/ids';
 import { ApiError, type FieldErrors } from '../common/api-error';
+import { BOUNDS } from '../common/input-bounds';
 import { flattenValidationErrors } from '../common/validation';
 import { ConversationListQuery, type ConversationSource } from './conversations.dto';
 
@@ -35,7 +36,7 @@ export interface ConversationListRequest {
 }
 
 const METADATA_KEY = /^metadata\[(.*)\]$/s;
-const MAX_METADATA_KEYS = 20;
+const MAX_METADATA_KEYS = BOUNDS.metadataKeys;
 
 /**
  * The one place the conversation list query is validated. Express 5's simple
@@ -66,11 +67,13 @@ export class ConversationListQueryPipe implements PipeTransform<unknown, Convers
               ? 'metadata keys must not contain a dot'
               : /[[\]]/.test(key)
                 ? 'metadata keys must not be nested'
-                : typeof value !== 'string'
-                  ? 'must be given once, as a string'
-                  : value.length > 500
-                    ? 'must be at most 500 characters'
-                    : null;
+                : key.length > BOUNDS.metadataKey
+                  ? `metadata keys must be at most ${BOUNDS.metadataKey} characters`
+                  : typeof value !== 'string'
+                    ? 'must be given once, as a string'
+                    : value.length > BOUNDS.metadataValue
+                      ? `must be at most ${BOUNDS.metadataValue} characters`
+                      : null;
       if (problem) fields[param] = [problem];
       else metadata[key] = value as string;
     }

@@ -14,12 +14,13 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
-import { AUTH_TYPES, HTTP_METHODS, MAX_PARAMETERS, PARAM_LOCATIONS, PARAM_TYPES, TOOL_TYPES } from './custom-tools.rules';
+import { BOUNDS } from '../common/input-bounds';
+import { AUTH_TYPES, HTTP_METHODS, MAX_HEADERS, MAX_PARAMETERS, PARAM_LOCATIONS, PARAM_TYPES, TOOL_TYPES } from './custom-tools.rules';
 
 /** Optional, but when present it may not be null (the column is not nullable). */
 const OptionalNonNull = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
 
-const SECRET_MAX = 4096;
+const SECRET_MAX = BOUNDS.headerValue;
 
 // ---------- responses ----------
 
@@ -68,39 +69,47 @@ export class CustomToolDto {
 // ---------- requests ----------
 
 export class CustomToolParamInput {
-  @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(64) name!: string;
+  @ApiProperty({ maxLength: BOUNDS.toolParameterName }) @IsString() @IsNotEmpty() @MaxLength(BOUNDS.toolParameterName) name!: string;
   @ApiPropertyOptional({ enum: PARAM_TYPES, default: 'string' }) @OptionalNonNull() @IsIn(PARAM_TYPES) type?: string;
-  @ApiPropertyOptional() @OptionalNonNull() @IsString() @MaxLength(1000) description?: string;
+  @ApiPropertyOptional({ maxLength: BOUNDS.toolParameterDescription })
+  @OptionalNonNull()
+  @IsString()
+  @MaxLength(BOUNDS.toolParameterDescription)
+  description?: string;
   @ApiPropertyOptional({ default: false }) @OptionalNonNull() @IsBoolean() required?: boolean;
   @ApiPropertyOptional({ enum: PARAM_LOCATIONS, description: 'default `query` for GET, `body` otherwise' })
   @OptionalNonNull()
   @IsIn(PARAM_LOCATIONS)
   in?: string;
-  @ApiPropertyOptional({ description: 'required when `in` = `header`' }) @OptionalNonNull() @IsString() @MaxLength(128) headerName?: string;
+  @ApiPropertyOptional({ maxLength: BOUNDS.headerName, description: 'required when `in` = `header`' })
+  @OptionalNonNull()
+  @IsString()
+  @MaxLength(BOUNDS.headerName)
+  headerName?: string;
 }
 
 export class CustomToolCredentialsInput {
-  @ApiPropertyOptional({ description: 'used when `type` = `bearer`', writeOnly: true })
+  @ApiPropertyOptional({ description: 'used when `type` = `bearer`', writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
   token?: string;
-  @ApiPropertyOptional({ description: 'used when `type` = `api_key`', writeOnly: true })
+  @ApiPropertyOptional({ description: 'used when `type` = `api_key`', writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
   apiKey?: string;
-  @ApiPropertyOptional({ description: 'header that carries the api key; default `X-API-Key`' })
+  @ApiPropertyOptional({ description: 'header that carries the api key; default `X-API-Key`', maxLength: BOUNDS.headerName })
   @OptionalNonNull()
   @IsString()
-  @MaxLength(128)
+  @MaxLength(BOUNDS.headerName)
   header_name?: string;
-  @ApiPropertyOptional({ description: 'used when `type` = `basic`', writeOnly: true })
+  @ApiPropertyOptional({ description: 'used when `type` = `basic`', writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
   username?: string;
-  @ApiPropertyOptional({ description: 'used when `type` = `basic`', writeOnly: true })
+  @ApiPropertyOptional({ description: 'used when `type` = `basic`', writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
@@ -121,30 +130,47 @@ export class CustomToolAuthInput {
 }
 
 export class CustomToolGroupInput {
-  @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(100) name!: string;
-  @ApiPropertyOptional({ type: 'string', nullable: true }) @IsOptional() @IsString() @MaxLength(200) icon?: string | null;
-  @ApiPropertyOptional({ type: 'string', nullable: true }) @IsOptional() @IsString() @MaxLength(50) color?: string | null;
+  @ApiProperty({ maxLength: BOUNDS.groupName }) @IsString() @IsNotEmpty() @MaxLength(BOUNDS.groupName) name!: string;
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.groupIcon })
+  @IsOptional()
+  @IsString()
+  @MaxLength(BOUNDS.groupIcon)
+  icon?: string | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.groupColor })
+  @IsOptional()
+  @IsString()
+  @MaxLength(BOUNDS.groupColor)
+  color?: string | null;
 }
 
 /** Fields shared by create and update; all optional here, `CreateCustomToolDto` makes some required. */
 class CustomToolFields {
   @ApiPropertyOptional({ enum: TOOL_TYPES, default: 'read' }) @OptionalNonNull() @IsIn(TOOL_TYPES) type?: string;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' } })
+  @ApiPropertyOptional({
+    type: 'object',
+    maxProperties: MAX_HEADERS,
+    additionalProperties: { type: 'string', maxLength: BOUNDS.headerValue },
+    description: `at most ${MAX_HEADERS} headers; names are HTTP header names of at most ${BOUNDS.headerName} characters, values single-line strings of at most ${BOUNDS.headerValue}`,
+  })
   @OptionalNonNull()
   @IsObject()
   headers?: Record<string, string>;
-  @ApiPropertyOptional({ type: 'string', nullable: true }) @IsOptional() @IsString() @MaxLength(16384) body_template?: string | null;
-  @ApiPropertyOptional({ type: [CustomToolParamInput] })
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.bodyTemplate })
+  @IsOptional()
+  @IsString()
+  @MaxLength(BOUNDS.bodyTemplate)
+  body_template?: string | null;
+  @ApiPropertyOptional({ type: [CustomToolParamInput], maxItems: MAX_PARAMETERS })
   @OptionalNonNull()
   @IsArray()
   @ArrayMaxSize(MAX_PARAMETERS)
   @ValidateNested({ each: true })
   @Type(() => CustomToolParamInput)
   parameters?: CustomToolParamInput[];
-  @ApiPropertyOptional({ type: 'string', nullable: true, description: 'dot path into the response, e.g. `data.items`' })
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.responseMapping, description: 'dot path into the response, e.g. `data.items`' })
   @IsOptional()
   @IsString()
-  @MaxLength(500)
+  @MaxLength(BOUNDS.responseMapping)
   response_mapping?: string | null;
   @ApiPropertyOptional({ type: CustomToolAuthInput })
   @OptionalNonNull()
@@ -161,28 +187,33 @@ class CustomToolFields {
 }
 
 export class CreateCustomToolDto extends CustomToolFields {
-  @ApiProperty({ description: 'human-readable name that should include connector and resource' })
+  @ApiProperty({ description: 'human-readable name that should include connector and resource', maxLength: BOUNDS.name })
   @IsString()
   @IsNotEmpty()
-  @MaxLength(200)
+  @MaxLength(BOUNDS.name)
   label!: string;
-  @ApiProperty({ description: 'addressed to the language model; decides when the tool is called' })
+  @ApiProperty({ description: 'addressed to the language model; decides when the tool is called', maxLength: BOUNDS.toolDescription })
   @IsString()
   @IsNotEmpty()
-  @MaxLength(4000)
+  @MaxLength(BOUNDS.toolDescription)
   description!: string;
   @ApiProperty({ enum: HTTP_METHODS }) @IsIn(HTTP_METHODS) method!: string;
-  @ApiProperty({ description: 'absolute http(s) URL; `{{param}}` placeholders allowed outside the host' })
+  @ApiProperty({ description: 'absolute http(s) URL; `{{param}}` placeholders allowed outside the host', maxLength: BOUNDS.url })
   @IsString()
-  @MaxLength(2048)
+  @MaxLength(BOUNDS.url)
   url!: string;
 }
 
 export class UpdateCustomToolDto extends CustomToolFields {
-  @ApiPropertyOptional() @OptionalNonNull() @IsString() @IsNotEmpty() @MaxLength(200) label?: string;
-  @ApiPropertyOptional() @OptionalNonNull() @IsString() @IsNotEmpty() @MaxLength(4000) description?: string;
+  @ApiPropertyOptional({ maxLength: BOUNDS.name }) @OptionalNonNull() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) label?: string;
+  @ApiPropertyOptional({ maxLength: BOUNDS.toolDescription })
+  @OptionalNonNull()
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(BOUNDS.toolDescription)
+  description?: string;
   @ApiPropertyOptional({ enum: HTTP_METHODS }) @OptionalNonNull() @IsIn(HTTP_METHODS) method?: string;
-  @ApiPropertyOptional() @OptionalNonNull() @IsString() @MaxLength(2048) url?: string;
+  @ApiPropertyOptional({ maxLength: BOUNDS.url }) @OptionalNonNull() @IsString() @MaxLength(BOUNDS.url) url?: string;
   @ApiPropertyOptional() @OptionalNonNull() @IsBoolean() is_active?: boolean;
 
   /** spec: `name` cannot be changed; declared only to answer with a clear 422 */

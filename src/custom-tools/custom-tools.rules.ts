@@ -1,4 +1,5 @@
 import type { FieldErrors } from '../common/api-error';
+import { BOUNDS } from '../common/input-bounds';
 import { outboundUrlProblem } from '../common/url-policy';
 import type { CustomToolParamRow } from '../database/schema';
 
@@ -19,11 +20,11 @@ export type AuthType = (typeof AUTH_TYPES)[number];
 export const DEFAULT_API_KEY_HEADER = 'X-API-Key';
 export const TOOL_NAME_PREFIX = 'custom_';
 const MAX_SLUG_LENGTH = 48;
-export const MAX_PARAMETERS = 50;
-export const MAX_HEADERS = 50;
+export const MAX_PARAMETERS = BOUNDS.toolParameters;
+export const MAX_HEADERS = BOUNDS.headers;
 
 /** RFC 9110 token: what an HTTP header name may consist of. */
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
+const HEADER_NAME = new RegExp(`^[!#$%&'*+.^_\`|~0-9A-Za-z-]{1,${BOUNDS.headerName}}$`);
 /** Parameter names double as placeholder names and JSON-schema property names. */
 export const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 /** Credentials travel through `auth`, encrypted; never as plain headers that are returned. */
@@ -176,8 +177,8 @@ export function definitionProblems(def: ToolDefinition): FieldErrors {
       add(fields, `headers.${name}`, 'is managed by the platform; send credentials through auth');
     }
     if (typeof value !== 'string') add(fields, isHeaderName(name) ? `headers.${name}` : 'headers', 'values must be strings');
-    else if (/[\r\n\0]/.test(value) || value.length > 4096) {
-      add(fields, isHeaderName(name) ? `headers.${name}` : 'headers', 'values must be single-line and at most 4096 characters');
+    else if (/[\r\n\0]/.test(value) || value.length > BOUNDS.headerValue) {
+      add(fields, isHeaderName(name) ? `headers.${name}` : 'headers', `values must be single-line and at most ${BOUNDS.headerValue} characters`);
     }
   }
   return fields;

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsObject, IsString, MaxLength, ValidateIf } from 'class-validator';
+import { BOUNDS } from '../common/input-bounds';
 
 export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
 export const CREATABLE_SOURCE_TYPES = ['website', 'webpage'] as const;
@@ -32,17 +33,17 @@ export class CreateSourceDto {
   @IsIn(SOURCE_TYPES, { message: 'type must be website or webpage' })
   type!: string;
 
-  @ApiProperty({ description: 'display name', maxLength: 200 })
+  @ApiProperty({ description: 'display name', maxLength: BOUNDS.name })
   @OptionalNonNull()
   @IsString()
   @IsNotEmpty()
-  @MaxLength(200)
+  @MaxLength(BOUNDS.name)
   name?: string;
 
   @ApiPropertyOptional({
     type: 'object',
     properties: {
-      url: { type: 'string', description: 'absolute http(s) URL; required for website and webpage' },
+      url: { type: 'string', maxLength: BOUNDS.url, description: 'absolute http(s) URL; required for website and webpage' },
       indexed: {
         type: 'boolean',
         default: false,
@@ -51,7 +52,7 @@ export class CreateSourceDto {
     },
     required: ['url'],
     additionalProperties: true,
-    description: 'type-specific; additional keys allowed (at most 8 KiB as JSON, nested at most 5 levels)',
+    description: `type-specific; additional keys allowed (at most ${BOUNDS.jsonBytes} bytes as JSON, nested at most ${BOUNDS.jsonDepth} levels)`,
   })
   @OptionalNonNull()
   @IsObject()

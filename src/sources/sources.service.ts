@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { newId, parseId } from '../../libs/ids/ids';
 import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
 import type { Page } from '../common/envelope';
+import { BOUNDS, jsonDepth } from '../common/input-bounds';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { outboundUrlProblem } from '../common/url-policy';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
@@ -10,14 +11,9 @@ import type { CreateSourceDto, SourceDto } from './sources.dto';
 import { mapSource } from './sources.mapper';
 import { SourcesRepository } from './sources.repository';
 
-export const MAX_CONFIG_BYTES = 8192;
-export const MAX_CONFIG_DEPTH = 5;
+export const MAX_CONFIG_BYTES = BOUNDS.jsonBytes;
+export const MAX_CONFIG_DEPTH = BOUNDS.jsonDepth;
 
-function depthOf(value: unknown): number {
-  if (value === null || typeof value !== 'object') return 0;
-  const children = Array.isArray(value) ? value : Object.values(value);
-  return 1 + children.reduce<number>((max, child) => Math.max(max, depthOf(child)), 0);
-}
 
 /**
  * `config` of a website or webpage source: `url` required under the shared
@@ -28,7 +24,7 @@ export function sourceConfigProblems(config: Record<string, unknown> | undefined
   const fields: FieldErrors = {};
   if (config === undefined) return { [`${path}.url`]: ['is required for website and webpage sources'] };
   if (Buffer.byteLength(JSON.stringify(config)) > MAX_CONFIG_BYTES) fields[path] = [`must be at most ${MAX_CONFIG_BYTES} bytes as JSON`];
-  else if (depthOf(config) > MAX_CONFIG_DEPTH) fields[path] = [`must be nested at most ${MAX_CONFIG_DEPTH} levels deep`];
+  else if (jsonDepth(config) > MAX_CONFIG_DEPTH) fields[path] = [`must be nested at most ${MAX_CONFIG_DEPTH} levels deep`];
   if (config.url === undefined || config.url === null) fields[`${path}.url`] = ['is required for website and webpage sources'];
   else if (typeof config.url !== 'string') fields[`${path}.url`] = ['must be a string'];
   else {

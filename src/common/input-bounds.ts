@@ -1,0 +1,104 @@
+import { ValidateBy, type ValidationOptions } from 'class-validator';
+import { ID_PREFIXES, type IdKind } from '../../libs/ids/ids';
+
+/**
+ * Upper bounds of every request input: one constant per bound, used by the
+ * validator (class-validator decorators, the query pipes, the rule functions)
+ * AND by the OpenAPI decorators, so what is documented is what is enforced.
+ * The table with the reasons is in docs/decisions.md ("Input bounds").
+ */
+export const BOUNDS = {
+  /** agent handle (camelCase) */
+  handle: 64,
+  /** display names and labels: agent name, model, source name, custom tool label */
+  name: 200,
+  /** agent description */
+  agentDescription: 2_000,
+  /** agent instructions and instructions_html, each; both at the limit stay well under the 1 MiB body limit */
+  instructions: 100_000,
+  /** diagnostic reason an agent was deactivated */
+  deactivatedReason: 500,
+  /** any URL the service stores or fetches (avatar, custom tool url, source config.url) */
+  url: 2_048,
+  /** any id the client sends in a body or query; the format itself is the pattern below */
+  id: 64,
+  /** date-time strings (RFC 3339 needs at most ~35 characters) */
+  dateTime: 64,
+  /** agent.tools */
+  agentTools: 128,
+  /** agent.connectors, agent.sub_agents, agent.data_sources */
+  agentRefs: 100,
+  /** data_sources[].documents */
+  documentsPerSource: 1_000,
+  /** custom tool description (addressed to the language model) */
+  toolDescription: 4_000,
+  /** custom tool parameters */
+  toolParameters: 50,
+  /** custom tool parameter name */
+  toolParameterName: 64,
+  /** custom tool parameter description */
+  toolParameterDescription: 1_000,
+  /** HTTP header names: parameters[].headerName, auth.credentials.header_name, headers keys */
+  headerName: 128,
+  /** custom tool headers: entries */
+  headers: 50,
+  /** custom tool header values; secrets (token, apiKey, username, password) */
+  headerValue: 4_096,
+  /** custom tool body_template */
+  bodyTemplate: 16_384,
+  /** custom tool response_mapping (dot path) */
+  responseMapping: 500,
+  /** custom tool group name / icon / color */
+  groupName: 100,
+  groupIcon: 200,
+  groupColor: 50,
+  /** conversation filters model, ticket_id, q */
+  filterText: 200,
+  /** conversation metadata[KEY] filters: keys, key length, value length */
+  metadataKeys: 20,
+  metadataKey: 64,
+  metadataValue: 500,
+  /** free-form JSON objects (agent pending_trigger_hint, source config): size as JSON in bytes, nesting depth */
+  jsonBytes: 8_192,
+  jsonDepth: 5,
+  /** conversation_number: a PostgreSQL integer (int32) */
+  conversationNumber: 2_147_483_647,
+} as const;
+
+/**
+ * Anchored, bounded pattern of an id as `parseId(kind, value, { allowBare })`
+ * accepts it (e.g. `^(connector_[a-f0-9]{24}|[a-f0-9]{24})$`); the service
+ * checks the format with parseId and answers 422 naming the field.
+ */
+export function idPattern(kind: IdKind, options: { allowBare?: boolean } = {}): string {
+  const prefixed = `${ID_PREFIXES[kind]}_[a-f0-9]{24}`;
+  return options.allowBare ? `^(${prefixed}|[a-f0-9]{24})$` : `^${prefixed}$`;
+}
+
+/** Nesting depth of a JSON value: 0 for scalars, 1 for a flat object or array. */
+export function jsonDepth(value: unknown): number {
+  if (value === null || typeof value !== 'object') return 0;
+  const children = Array.isArray(value) ? value : Object.values(value);
+  return 1 + children.reduce<number>((max, child) => Math.max(max, jsonDepth(child)), 0);
+}
+
+/** The problem with a free-form JSON object's size or depth, or null when it is within the bounds. */
+export function jsonBoundsProblem(value: unknown): string | null {
+  if (Buffer.byteLength(JSON.stringify(value) ?? '') > BOUNDS.jsonBytes) return `must be at most ${BOUNDS.jsonBytes} bytes as JSON`;
+  if (jsonDepth(value) > BOUNDS.jsonDepth) return `must be nested at most ${BOUNDS.jsonDepth} levels deep`;
+  return null;
+}
+
+/** class-validator: a free-form JSON object within `BOUNDS.jsonBytes` and `BOUNDS.jsonDepth`. */
+export function IsBoundedJson(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isBoundedJson',
+      validator: {
+        validate: (value: unknown) => jsonBoundsProblem(value) === null,
+        defaultMessage: (args) => `$property ${jsonBoundsProblem(args?.value) ?? 'is out of bounds'}`,
+      },
+    },
+    options,
+  );
+}
