@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, count, desc, eq, lt, sql } from 'drizzle-orm';
+import { and, count, eq, sql } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { orgScopedReads } from '../database/org-scoped-reads';
 import { agents, customTools, orgs, type OrgLimits } from '../database/schema';
 import type { CustomToolRow } from './custom-tools.mapper';
 
@@ -10,41 +11,18 @@ export type CustomToolChanges = Partial<Omit<NewCustomToolRow, 'id' | 'orgId' | 
 
 @Injectable()
 export class CustomToolsRepository {
-  private readonly byId;
-  private readonly firstPage;
-  private readonly nextPage;
+  private readonly reads;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byId = db
-      .select()
-      .from(customTools)
-      .where(and(eq(customTools.orgId, sql.placeholder('orgId')), eq(customTools.id, sql.placeholder('id'))))
-      .prepare('custom_tools_by_id');
-    this.firstPage = db
-      .select()
-      .from(customTools)
-      .where(eq(customTools.orgId, sql.placeholder('orgId')))
-      .orderBy(desc(customTools.id))
-      .limit(sql.placeholder('fetch'))
-      .prepare('custom_tools_first_page');
-    this.nextPage = db
-      .select()
-      .from(customTools)
-      .where(and(eq(customTools.orgId, sql.placeholder('orgId')), lt(customTools.id, sql.placeholder('afterId'))))
-      .orderBy(desc(customTools.id))
-      .limit(sql.placeholder('fetch'))
-      .prepare('custom_tools_next_page');
+    this.reads = orgScopedReads(db, customTools, 'custom_tools');
   }
 
-  async findById(orgId: string, id: string): Promise<CustomToolRow | null> {
-    const [row] = await this.byId.execute({ orgId, id });
-    return row ?? null;
+  findById(orgId: string, id: string): Promise<CustomToolRow | null> {
+    return this.reads.findById(orgId, id);
   }
 
   listPage(orgId: string, page: PageRequest): Promise<CustomToolRow[]> {
-    return page.afterId === null
-      ? this.firstPage.execute({ orgId, fetch: page.fetch })
-      : this.nextPage.execute({ orgId, afterId: page.afterId, fetch: page.fetch });
+    return this.reads.listPage(orgId, page);
   }
 
   /** Row-locks the tool for a read-modify-write (concurrent PATCHes apply one after the other). */
