@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, desc, eq, getTableColumns, lt, sql } from 'drizzle-orm';
+import { eq, getTableColumns, sql } from 'drizzle-orm';
+import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { orgScopedReads } from '../database/org-scoped-reads';
 import { chatbots } from '../database/schema';
 import type { ChatbotViewRow } from './chatbots.mapper';
 
@@ -9,28 +11,18 @@ const { orgId: _orgId, deactivatedReason: _reason, deactivatedAt: _at, ...viewCo
 
 @Injectable()
 export class ChatbotsRepository {
-  private readonly byId;
+  private readonly reads;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byId = db
-      .select(viewColumns)
-      .from(chatbots)
-      .where(and(eq(chatbots.orgId, sql.placeholder('orgId')), eq(chatbots.id, sql.placeholder('id'))))
-      .prepare('chatbot_detail_by_id');
+    this.reads = orgScopedReads(db, chatbots, 'chatbots', { columns: viewColumns });
   }
 
-  async findById(orgId: string, id: string): Promise<ChatbotViewRow | null> {
-    const [row] = await this.byId.execute({ orgId, id });
-    return row ?? null;
+  findById(orgId: string, id: string): Promise<ChatbotViewRow | null> {
+    return this.reads.findById(orgId, id);
   }
 
-  list(orgId: string, afterId: string | null, fetch: number): Promise<ChatbotViewRow[]> {
-    return this.db
-      .select(viewColumns)
-      .from(chatbots)
-      .where(and(eq(chatbots.orgId, orgId), afterId === null ? undefined : lt(chatbots.id, afterId)))
-      .orderBy(desc(chatbots.id))
-      .limit(fetch);
+  listPage(orgId: string, page: PageRequest): Promise<ChatbotViewRow[]> {
+    return this.reads.listPage(orgId, page);
   }
 
   /** Upsert by id, scoped to the org; returns the ids written. */

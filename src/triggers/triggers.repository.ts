@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, desc, eq, lt, sql } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
+import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { orgScopedReads } from '../database/org-scoped-reads';
 import { triggers } from '../database/schema';
 import type { TriggerViewRow } from './triggers.mapper';
 
@@ -22,28 +24,18 @@ const viewColumns = {
 
 @Injectable()
 export class TriggersRepository {
-  private readonly byId;
+  private readonly reads;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byId = db
-      .select(viewColumns)
-      .from(triggers)
-      .where(and(eq(triggers.orgId, sql.placeholder('orgId')), eq(triggers.id, sql.placeholder('id'))))
-      .prepare('trigger_detail_by_id');
+    this.reads = orgScopedReads(db, triggers, 'triggers', { columns: viewColumns });
   }
 
-  async findById(orgId: string, id: string): Promise<TriggerViewRow | null> {
-    const [row] = await this.byId.execute({ orgId, id });
-    return row ?? null;
+  findById(orgId: string, id: string): Promise<TriggerViewRow | null> {
+    return this.reads.findById(orgId, id);
   }
 
-  list(orgId: string, afterId: string | null, fetch: number): Promise<TriggerViewRow[]> {
-    return this.db
-      .select(viewColumns)
-      .from(triggers)
-      .where(and(eq(triggers.orgId, orgId), afterId === null ? undefined : lt(triggers.id, afterId)))
-      .orderBy(desc(triggers.id))
-      .limit(fetch);
+  listPage(orgId: string, page: PageRequest): Promise<TriggerViewRow[]> {
+    return this.reads.listPage(orgId, page);
   }
 
   /** Upsert by id, scoped to the org; returns the ids written. */
