@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, lt, lte, ne, or, sql, type SQL } from 'drizzle-orm';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { orgScopedById } from '../database/org-scoped-reads';
 import { conversations, messages } from '../database/schema';
 import type { ConversationFilters } from './conversations.filters';
 
@@ -45,16 +46,10 @@ export class ConversationsRepository {
   private readonly messagesOf;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byId = db
-      .select(summaryColumns)
-      .from(conversations)
-      .where(and(eq(conversations.orgId, sql.placeholder('orgId')), eq(conversations.id, sql.placeholder('id'))))
-      .prepare('conversation_detail_by_id');
-    this.byIdWithPayload = db
-      .select({ ...summaryColumns, triggerPayload: conversations.triggerPayload })
-      .from(conversations)
-      .where(and(eq(conversations.orgId, sql.placeholder('orgId')), eq(conversations.id, sql.placeholder('id'))))
-      .prepare('conversation_detail_by_id_with_payload');
+    this.byId = orgScopedById(db, conversations, 'conversation_detail', { columns: summaryColumns });
+    this.byIdWithPayload = orgScopedById(db, conversations, 'conversation_detail_with_payload', {
+      columns: { ...summaryColumns, triggerPayload: conversations.triggerPayload },
+    });
     this.messagesOf = db
       .select(messageColumns)
       .from(messages)
@@ -63,9 +58,8 @@ export class ConversationsRepository {
       .prepare('conversation_detail_thread');
   }
 
-  async findById(orgId: string, id: string, withPayload: boolean): Promise<(ConversationSummaryRow & { triggerPayload?: unknown }) | null> {
-    const [row] = await (withPayload ? this.byIdWithPayload : this.byId).execute({ orgId, id });
-    return row ?? null;
+  findById(orgId: string, id: string, withPayload: boolean): Promise<(ConversationSummaryRow & { triggerPayload?: unknown }) | null> {
+    return (withPayload ? this.byIdWithPayload : this.byId).findById(orgId, id);
   }
 
   /** The whole thread, oldest first. */
