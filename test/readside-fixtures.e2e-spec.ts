@@ -113,6 +113,26 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
     expect(b.status).toBe(401);
   });
 
+  it.each([
+    ['connectors', 'connector', (id: string, name: string) => ({ id, type: 'slack', name })],
+    ['triggers', 'trigger', (id: string, name: string) => ({ id, connector_type: 'zendesk', event: 'ticket.created', settings: { name } })],
+    ['chatbots', 'chatbot', (id: string, name: string) => ({ id, name })],
+  ] as const)('a %s id owned by another organization is refused and left as it was', async (section, kind, item) => {
+    const shared = newId(kind);
+    const first = orgDocument({ [section]: [item(shared, 'Org A')] });
+    await loader.load(first.document);
+    const second = orgDocument({ [section]: [item(shared, 'hijack')] });
+    await expect(loader.load(second.document)).rejects.toMatchObject({
+      name: 'FixtureError',
+      path: section,
+      message: `${section}: ${kind} ${shared} belongs to another organization`,
+    });
+    const a = await t.http.get(`/api/v1/${section}/${shared}`).set('Authorization', `Bearer ${first.token}`);
+    expect(a.status).toBe(200);
+    expect(JSON.stringify(a.body.data)).toContain('Org A');
+    expect(JSON.stringify(a.body.data)).not.toContain('hijack');
+  });
+
   it('derives ticket ids and conversation numbers; sub-agent runs get none', async () => {
     const parent = newId('conversation');
     const { document, token } = orgDocument({

@@ -1,8 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { eq, getTableColumns, sql } from 'drizzle-orm';
+import { getTableColumns } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
+import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { chatbots } from '../database/schema';
 import type { ChatbotViewRow } from './chatbots.mapper';
 
@@ -26,28 +27,7 @@ export class ChatbotsRepository {
   }
 
   /** Upsert by id, scoped to the org; returns the ids written. */
-  async upsertMany(orgId: string, rows: NewChatbotRow[], tx: DbOrTx = this.db): Promise<string[]> {
-    if (rows.length === 0) return [];
-    const result = await tx
-      .insert(chatbots)
-      .values(rows.map((row) => ({ ...row, orgId })))
-      .onConflictDoUpdate({
-        target: chatbots.id,
-        set: {
-          publicId: sql`excluded.public_id`,
-          name: sql`excluded.name`,
-          agentId: sql`excluded.agent_id`,
-          isActive: sql`excluded.is_active`,
-          allowWriteTools: sql`excluded.allow_write_tools`,
-          allowedDomains: sql`excluded.allowed_domains`,
-          theme: sql`excluded.theme`,
-          welcomeMessage: sql`excluded.welcome_message`,
-          createdAt: sql`excluded.created_at`,
-          updatedAt: sql`excluded.updated_at`,
-        },
-        setWhere: eq(chatbots.orgId, orgId),
-      })
-      .returning({ id: chatbots.id });
-    return result.map((row) => row.id);
+  upsertMany(orgId: string, rows: NewChatbotRow[], tx: DbOrTx = this.db): Promise<string[]> {
+    return upsertOrgRows(tx, chatbots, orgId, rows, ['publicId', 'name', 'agentId', 'isActive', 'allowWriteTools', 'allowedDomains', 'theme', 'welcomeMessage', 'createdAt', 'updatedAt']);
   }
 }

@@ -1,8 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { eq, getTableColumns, sql } from 'drizzle-orm';
+import { getTableColumns } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import { orgScopedById, orgScopedPages } from '../database/org-scoped-reads';
+import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { connectors } from '../database/schema';
 import type { ConnectorRow } from './connectors.mapper';
 
@@ -30,26 +31,7 @@ export class ConnectorsRepository {
   }
 
   /** Upsert by id, scoped to the org; returns the ids written (an id of another org is not touched). */
-  async upsertMany(orgId: string, rows: NewConnectorRow[], tx: DbOrTx = this.db): Promise<string[]> {
-    if (rows.length === 0) return [];
-    const result = await tx
-      .insert(connectors)
-      .values(rows.map((row) => ({ ...row, orgId })))
-      .onConflictDoUpdate({
-        target: connectors.id,
-        set: {
-          type: sql`excluded.type`,
-          name: sql`excluded.name`,
-          status: sql`excluded.status`,
-          statusReason: sql`excluded.status_reason`,
-          isActive: sql`excluded.is_active`,
-          tools: sql`excluded.tools`,
-          createdAt: sql`excluded.created_at`,
-          updatedAt: sql`excluded.updated_at`,
-        },
-        setWhere: eq(connectors.orgId, orgId),
-      })
-      .returning({ id: connectors.id });
-    return result.map((row) => row.id);
+  upsertMany(orgId: string, rows: NewConnectorRow[], tx: DbOrTx = this.db): Promise<string[]> {
+    return upsertOrgRows(tx, connectors, orgId, rows, ['type', 'name', 'status', 'statusReason', 'isActive', 'tools', 'createdAt', 'updatedAt']);
   }
 }
