@@ -3,6 +3,7 @@ import { and, count, eq, isNull } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
+import { upsertOrgRow } from '../database/org-scoped-upsert';
 import { agents, orgs, type OrgLimits } from '../database/schema';
 import type { AgentRow } from './agents.mapper';
 
@@ -85,12 +86,6 @@ export class AgentsRepository {
 
   /** Fixture load: upsert by id, never touching another organization's row. */
   async upsertMany(orgId: string, rows: NewAgentRow[], tx: DbOrTx = this.db): Promise<void> {
-    for (const row of rows) {
-      const { id: _id, orgId: _org, ...changes } = row;
-      await tx
-        .insert(agents)
-        .values({ ...row, orgId })
-        .onConflictDoUpdate({ target: agents.id, set: changes, setWhere: eq(agents.orgId, orgId) });
-    }
+    for (const row of rows) await upsertOrgRow(tx, agents, orgId, row);
   }
 }

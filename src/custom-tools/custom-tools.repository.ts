@@ -3,6 +3,7 @@ import { and, count, eq, sql } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
+import { upsertOrgRow } from '../database/org-scoped-upsert';
 import { agents, customTools, orgs, type OrgLimits } from '../database/schema';
 import type { CustomToolRow } from './custom-tools.mapper';
 
@@ -113,12 +114,8 @@ export class CustomToolsRepository {
    * Fixture upsert by id, scoped to the organization. `keepName`: a name the
    * fixture did not spell out never renames an existing tool (names are immutable).
    */
-  async upsert(row: NewCustomToolRow, tx: DbOrTx = this.db, options: { keepName?: boolean } = {}): Promise<void> {
-    const { id: _id, orgId, name, ...rest } = row;
-    const changes = options.keepName ? rest : { ...rest, name };
-    await tx
-      .insert(customTools)
-      .values(row)
-      .onConflictDoUpdate({ target: customTools.id, set: changes, setWhere: eq(customTools.orgId, orgId) });
+  upsert(row: NewCustomToolRow, tx: DbOrTx = this.db, options: { keepName?: boolean } = {}): Promise<void> {
+    const { id: _id, orgId, name: _name, ...rest } = row;
+    return upsertOrgRow(tx, customTools, orgId, row, options.keepName ? rest : undefined);
   }
 }

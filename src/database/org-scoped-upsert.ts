@@ -28,3 +28,22 @@ export async function upsertOrgRows<T extends OrgScopedTable>(
     .returning({ id: table.id });
   return written.map((row) => row.id as string);
 }
+
+/**
+ * Fixture upsert of one row by id: an existing row of the organization takes
+ * every column the new one gives (all but `id` and `org_id`, or `set` when
+ * passed); a row of another organization is left untouched.
+ */
+export async function upsertOrgRow<T extends OrgScopedTable>(
+  tx: DbOrTx,
+  table: T,
+  orgId: string,
+  row: T['$inferInsert'],
+  set?: Record<string, unknown>,
+): Promise<void> {
+  const { id: _id, orgId: _org, ...changes } = row as Record<string, unknown>;
+  await tx
+    .insert(table as PgTable)
+    .values({ ...row, orgId })
+    .onConflictDoUpdate({ target: table.id, set: set ?? changes, setWhere: eq(table.orgId, orgId) });
+}

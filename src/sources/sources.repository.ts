@@ -4,6 +4,7 @@ import { newId } from '../../libs/ids/ids';
 import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
+import { upsertOrgRow } from '../database/org-scoped-upsert';
 import { agents, documents, orgs, sources, type OrgLimits } from '../database/schema';
 import type { SourceRow } from './sources.mapper';
 
@@ -100,21 +101,11 @@ export class SourcesRepository {
   }
 
   /** Fixture upsert by id, scoped to the organization. */
-  async upsert(row: NewSourceRow, tx: DbOrTx): Promise<void> {
-    const { id: _id, orgId, ...changes } = row;
-    await tx
-      .insert(sources)
-      .values(row)
-      .onConflictDoUpdate({ target: sources.id, set: changes, setWhere: eq(sources.orgId, orgId) });
+  upsert(row: NewSourceRow, tx: DbOrTx): Promise<void> {
+    return upsertOrgRow(tx, sources, row.orgId, row);
   }
 
   async upsertDocuments(orgId: string, rows: NewDocumentRow[], tx: DbOrTx): Promise<void> {
-    for (const row of rows) {
-      const { id: _id, orgId: _org, ...changes } = row;
-      await tx
-        .insert(documents)
-        .values({ ...row, orgId })
-        .onConflictDoUpdate({ target: documents.id, set: changes, setWhere: eq(documents.orgId, orgId) });
-    }
+    for (const row of rows) await upsertOrgRow(tx, documents, orgId, row);
   }
 }
