@@ -156,35 +156,27 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
     expect(runs.body.data[0]).toMatchObject({ conversation_number: null, parent_conversation_id: parent, autonomous: false });
     expect(all.body.data.find((c: { id: string }) => c.id === parent)).toMatchObject({ autonomous: true });
   });
-});
 
-describe('Fixture upserts of agents, members, sources and custom tools never touch another organization\'s row', () => {
-  let t: TestApp;
-  let loader: FixtureLoader;
-  beforeAll(async () => {
-    t = await createTestApp();
-    loader = t.app.get(FixtureLoader);
-  });
-  afterAll(() => t.close());
-
-  it.each([
-    ['agents', schema.agents, (id: string, name: string) => ({ id, handle: `h${id.slice(-8)}`, name, instructions: 'i' })],
-    ['members', schema.members, (id: string, name: string) => ({ id, email: `${id}@example.com`, role: 'member', name })],
-    ['sources', schema.sources, (id: string, name: string) => ({ id, type: 'website', name })],
-    ['custom_tools', schema.customTools, (id: string, name: string) => ({ id, label: name, description: 'd', method: 'GET', url: 'https://example.com/x' })],
-  ] as const)('%s', async (section, table, item) => {
-    const kind = { agents: 'agent', members: 'member', sources: 'source', custom_tools: 'customTool' } as const;
-    const shared = newId(kind[section]);
-    const first = orgDocument({ [section]: [item(shared, 'Org A')] });
-    await loader.load(first.document);
-    const second = orgDocument({ [section]: [item(shared, 'hijack')] });
-    // these sections skip the foreign id without an error today (the read-side ones refuse, above);
-    // either way, what must hold is that organization A's row is untouched
-    await loader.load(second.document).catch(() => undefined);
-    const rows = await t.connection.db.select().from(table).where(eq(table.id, shared));
-    expect(rows).toHaveLength(1);
-    expect(rows[0].orgId).toBe(first.orgId);
-    expect(JSON.stringify(rows[0])).toContain('Org A');
-    expect(JSON.stringify(rows[0])).not.toContain('hijack');
+  describe('agents, members, sources and custom tools never touch a row of another organization', () => {
+    it.each([
+      ['agents', schema.agents, (id: string, name: string) => ({ id, handle: `h${id.slice(-8)}`, name, instructions: 'i' })],
+      ['members', schema.members, (id: string, name: string) => ({ id, email: `${id}@example.com`, role: 'member', name })],
+      ['sources', schema.sources, (id: string, name: string) => ({ id, type: 'website', name })],
+      ['custom_tools', schema.customTools, (id: string, name: string) => ({ id, label: name, description: 'd', method: 'GET', url: 'https://example.com/x' })],
+    ] as const)('%s', async (section, table, item) => {
+      const kind = { agents: 'agent', members: 'member', sources: 'source', custom_tools: 'customTool' } as const;
+      const shared = newId(kind[section]);
+      const first = orgDocument({ [section]: [item(shared, 'Org A')] });
+      await loader.load(first.document);
+      const second = orgDocument({ [section]: [item(shared, 'hijack')] });
+      // these sections skip the foreign id without an error today (the read-side ones refuse, above);
+      // either way, what must hold is that organization A's row is untouched
+      await loader.load(second.document).catch(() => undefined);
+      const rows = await t.connection.db.select().from(table).where(eq(table.id, shared));
+      expect(rows).toHaveLength(1);
+      expect(rows[0].orgId).toBe(first.orgId);
+      expect(JSON.stringify(rows[0])).toContain('Org A');
+      expect(JSON.stringify(rows[0])).not.toContain('hijack');
+    });
   });
 });
