@@ -8,7 +8,8 @@ import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
 import { FixtureError } from '../src/fixtures/fixture-registry';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
-import { insertAgentRow, readAgentRow } from './support/tools-rows';
+import { readAgentRow } from './support/agent-rows';
+import { insertAgent } from './support/readside-rows';
 
 const BASE = '/api/v1/custom_tools';
 
@@ -484,21 +485,21 @@ describe('DELETE removes the tool and its references from every agent of the org
     const keepRef = { name: keep.name, connector_id: null };
     const connectorRef = { name: 'zendesk_get_ticket', connector_id: 'connector_0123456789abcdef01234567' };
 
-    const live = await insertAgentRow(t, org.orgId, { tools: [ref, keepRef, connectorRef] });
-    const onlyThis = await insertAgentRow(t, org.orgId, { tools: [{ name: tool.name }] });
-    const trashed = await insertAgentRow(t, org.orgId, { tools: [connectorRef, ref], deletedAt: new Date() });
-    const unrelated = await insertAgentRow(t, org.orgId, { tools: [keepRef] });
-    const otherOrgAgent = await insertAgentRow(t, other.orgId, { tools: [{ name: tool.name, connector_id: null }] });
+    const live = await insertAgent(t.connection.db, org.orgId, { tools: [ref, keepRef, connectorRef] });
+    const onlyThis = await insertAgent(t.connection.db, org.orgId, { tools: [{ name: tool.name }] });
+    const trashed = await insertAgent(t.connection.db, org.orgId, { tools: [connectorRef, ref], deletedAt: new Date() });
+    const unrelated = await insertAgent(t.connection.db, org.orgId, { tools: [keepRef] });
+    const otherOrgAgent = await insertAgent(t.connection.db, other.orgId, { tools: [{ name: tool.name, connector_id: null }] });
 
     const res = await api.delete(org, `${BASE}/${tool.id}`);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ id: tool.id, deleted: true });
 
-    expect((await readAgentRow(t, live)).tools).toEqual([keepRef, connectorRef]);
-    expect((await readAgentRow(t, onlyThis)).tools).toEqual([]);
-    expect((await readAgentRow(t, trashed)).tools).toEqual([connectorRef]);
-    expect((await readAgentRow(t, unrelated)).tools).toEqual([keepRef]);
-    expect((await readAgentRow(t, otherOrgAgent)).tools).toEqual([{ name: tool.name, connector_id: null }]);
+    expect((await readAgentRow(t, org.orgId, live))!.tools).toEqual([keepRef, connectorRef]);
+    expect((await readAgentRow(t, org.orgId, onlyThis))!.tools).toEqual([]);
+    expect((await readAgentRow(t, org.orgId, trashed))!.tools).toEqual([connectorRef]);
+    expect((await readAgentRow(t, org.orgId, unrelated))!.tools).toEqual([keepRef]);
+    expect((await readAgentRow(t, other.orgId, otherOrgAgent))!.tools).toEqual([{ name: tool.name, connector_id: null }]);
 
     expect((await api.get(org, `${BASE}/${tool.id}`)).status).toBe(404);
     expect(await storedRow(tool.id)).toBeUndefined();
@@ -511,7 +512,7 @@ describe('DELETE removes the tool and its references from every agent of the org
   it('concurrent DELETEs of one tool: one 200, one 404, no 500', async () => {
     const org = await createOrg(t.app);
     const tool = await createTool(org);
-    await insertAgentRow(t, org.orgId, { tools: [{ name: tool.name }] });
+    await insertAgent(t.connection.db, org.orgId, { tools: [{ name: tool.name }] });
     const results = await Promise.all([api.delete(org, `${BASE}/${tool.id}`), api.delete(org, `${BASE}/${tool.id}`)]);
     expect(results.map((res) => res.status).sort()).toEqual([200, 404]);
   });

@@ -5,7 +5,9 @@ import { documents, sources } from '../src/database/schema';
 import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
-import { documentIdsOf, insertAgentRow, insertDocumentRows, readAgentRow } from './support/tools-rows';
+import { readAgentRow } from './support/agent-rows';
+import { insertAgent } from './support/readside-rows';
+import { documentIdsOf, insertDocumentRows } from './support/document-rows';
 
 const BASE = '/api/v1/sources';
 
@@ -183,19 +185,19 @@ describe('DELETE /sources/{id} removes the source, its documents and every agent
     const ref = { source_id: source.id, scope: 'selected' as const, documents: docs };
     const keepRef = { source_id: keep.id, scope: 'all' as const };
 
-    const live = await insertAgentRow(t, org.orgId, { dataSources: [ref, keepRef] });
-    const onlyThis = await insertAgentRow(t, org.orgId, { dataSources: [{ source_id: source.id, scope: 'all' }] });
-    const trashed = await insertAgentRow(t, org.orgId, { dataSources: [keepRef, ref], deletedAt: new Date() });
-    const otherOrgAgent = await insertAgentRow(t, other.orgId, { dataSources: [{ source_id: source.id, scope: 'all' }] });
+    const live = await insertAgent(t.connection.db, org.orgId, { dataSources: [ref, keepRef] });
+    const onlyThis = await insertAgent(t.connection.db, org.orgId, { dataSources: [{ source_id: source.id, scope: 'all' }] });
+    const trashed = await insertAgent(t.connection.db, org.orgId, { dataSources: [keepRef, ref], deletedAt: new Date() });
+    const otherOrgAgent = await insertAgent(t.connection.db, other.orgId, { dataSources: [{ source_id: source.id, scope: 'all' }] });
 
     const res = await api.delete(org, `${BASE}/${source.id}`);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ id: source.id, deleted: true });
 
-    expect((await readAgentRow(t, live)).dataSources).toEqual([keepRef]);
-    expect((await readAgentRow(t, onlyThis)).dataSources).toEqual([]);
-    expect((await readAgentRow(t, trashed)).dataSources).toEqual([keepRef]);
-    expect((await readAgentRow(t, otherOrgAgent)).dataSources).toEqual([{ source_id: source.id, scope: 'all' }]);
+    expect((await readAgentRow(t, org.orgId, live))!.dataSources).toEqual([keepRef]);
+    expect((await readAgentRow(t, org.orgId, onlyThis))!.dataSources).toEqual([]);
+    expect((await readAgentRow(t, org.orgId, trashed))!.dataSources).toEqual([keepRef]);
+    expect((await readAgentRow(t, other.orgId, otherOrgAgent))!.dataSources).toEqual([{ source_id: source.id, scope: 'all' }]);
     expect(await documentIdsOf(t, source.id)).toEqual([]);
     expect(await documentIdsOf(t, keep.id)).toEqual(keptDocs);
     expect(await storedSource(source.id)).toBeUndefined();
@@ -218,13 +220,13 @@ describe('DELETE /sources/{id} removes the source, its documents and every agent
     const org = await createOrg(t.app);
     const [upload] = await uploadSourceOf(org.orgId);
     await insertDocumentRows(t, org.orgId, upload.id, ['contract.pdf']);
-    const agent = await insertAgentRow(t, org.orgId, { dataSources: [{ source_id: upload.id, scope: 'all' }] });
+    const agent = await insertAgent(t.connection.db, org.orgId, { dataSources: [{ source_id: upload.id, scope: 'all' }] });
 
     const res = await api.delete(org, `${BASE}/${upload.id}`);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ id: upload.id, deleted: true });
     expect(await documentIdsOf(t, upload.id)).toEqual([]);
-    expect((await readAgentRow(t, agent)).dataSources).toEqual([]);
+    expect((await readAgentRow(t, org.orgId, agent))!.dataSources).toEqual([]);
     expect((await api.get(org, `${BASE}/${upload.id}`)).status).toBe(404);
 
     const uploads = await uploadSourceOf(org.orgId);

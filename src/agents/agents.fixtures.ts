@@ -1,4 +1,4 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
 import {
   IsArray,
@@ -18,7 +18,7 @@ import {
 } from 'class-validator';
 import { isId, newId } from '../../libs/ids/ids';
 import type { Transaction } from '../database/database.types';
-import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { COLOR_PATTERN, DATA_SOURCE_SCOPES, DEFAULT_AGENT_COLOR, HANDLE_PATTERN, MAX_HANDLE_LENGTH, MAX_NAME_LENGTH } from './agents.dto';
 import { AgentsRepository, type NewAgentRow } from './agents.repository';
 
@@ -71,17 +71,15 @@ function requireDeclared(ctx: FixtureContext, kind: string, id: string, path: st
 
 /** Section `agents` (order 40): after connectors (20) and sources/custom tools (30), before conversations, triggers and chatbots. */
 @Injectable()
-export class AgentsFixtureSection implements FixtureSection<NewAgentRow[]>, OnModuleInit {
+export class AgentsFixtureSection extends RegisteredFixtureSection<NewAgentRow[]> {
   readonly name = 'agents';
   readonly order = 40;
 
   constructor(
-    private readonly registry: FixtureRegistry,
+    registry: FixtureRegistry,
     private readonly repository: AgentsRepository,
-  ) {}
-
-  onModuleInit(): void {
-    this.registry.register(this);
+  ) {
+    super(registry);
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): NewAgentRow[] {

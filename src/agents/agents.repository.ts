@@ -1,6 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, count, desc, eq, isNull, lt, sql } from 'drizzle-orm';
+import { and, count, eq, isNull } from 'drizzle-orm';
+import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { orgScopedReads } from '../database/org-scoped-reads';
+import { upsertOrgRow } from '../database/org-scoped-upsert';
 import { agents, orgs, type OrgLimits } from '../database/schema';
 import type { AgentRow } from './agents.mapper';
 
@@ -10,41 +13,19 @@ export type AgentChanges = Partial<Omit<NewAgentRow, 'id' | 'orgId' | 'createdAt
 /** Agents of one organization; soft-deleted agents are invisible to every method but the fixture upsert. */
 @Injectable()
 export class AgentsRepository {
-  private readonly liveById;
-  private readonly firstPage;
-  private readonly nextPage;
+  private readonly live;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    const live = (orgId: unknown) => and(eq(agents.orgId, orgId as string), isNull(agents.deletedAt));
-    this.liveById = db
-      .select()
-      .from(agents)
-      .where(and(live(sql.placeholder('orgId')), eq(agents.id, sql.placeholder('id'))))
-      .prepare('agents_live_by_id');
-    this.firstPage = db
-      .select()
-      .from(agents)
-      .where(live(sql.placeholder('orgId')))
-      .orderBy(desc(agents.id))
-      .limit(sql.placeholder('fetch'))
-      .prepare('agents_first_page');
-    this.nextPage = db
-      .select()
-      .from(agents)
-      .where(and(live(sql.placeholder('orgId')), lt(agents.id, sql.placeholder('afterId'))))
-      .orderBy(desc(agents.id))
-      .limit(sql.placeholder('fetch'))
-      .prepare('agents_next_page');
+    this.live = orgScopedReads(db, agents, 'agents_live', { where: isNull(agents.deletedAt) });
   }
 
-  async findLive(orgId: string, id: string): Promise<AgentRow | null> {
-    const [row] = await this.liveById.execute({ orgId, id });
-    return row ?? null;
+  findLive(orgId: string, id: string): Promise<AgentRow | null> {
+    return this.live.findById(orgId, id);
   }
 
-  /** Newest first (ids start with their creation time); `fetch` is limit + 1. */
-  listLive(orgId: string, afterId: string | null, fetch: number): Promise<AgentRow[]> {
-    return afterId === null ? this.firstPage.execute({ orgId, fetch }) : this.nextPage.execute({ orgId, afterId, fetch });
+  /** Newest first (ids start with their creation time); `page.fetch` is limit + 1. */
+  listLive(orgId: string, page: PageRequest): Promise<AgentRow[]> {
+    return this.live.listPage(orgId, page);
   }
 
   /** Locks a live agent for the rest of the transaction, so concurrent PATCH/DELETE of it run one after the other. */
@@ -105,12 +86,6 @@ export class AgentsRepository {
 
   /** Fixture load: upsert by id, never touching another organization's row. */
   async upsertMany(orgId: string, rows: NewAgentRow[], tx: DbOrTx = this.db): Promise<void> {
-    for (const row of rows) {
-      const { id: _id, orgId: _org, ...changes } = row;
-      await tx
-        .insert(agents)
-        .values({ ...row, orgId })
-        .onConflictDoUpdate({ target: agents.id, set: changes, setWhere: eq(agents.orgId, orgId) });
-    }
+    for (const row of rows) await upsertOrgRow(tx, agents, orgId, row);
   }
 }

@@ -128,7 +128,7 @@ export class AgentsService {
 
   async listAgents(orgId: string, query: PaginationQuery): Promise<Page<AgentDto>> {
     const request = this.paginator.request('agents', query);
-    const rows = await this.repository.listLive(orgId, request.afterId, request.fetch);
+    const rows = await this.repository.listLive(orgId, request);
     return this.paginator.page(rows, request).map(mapAgent);
   }
 

@@ -1,7 +1,7 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { IsArray, IsBoolean, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import type { Transaction } from '../database/database.types';
-import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { newId } from '../../libs/ids/ids';
 import { ApiKeysService, generateToken, isWellFormedToken, type ApiKeyInput } from './api-keys.service';
 import { isScope } from './scopes';
@@ -16,22 +16,19 @@ export class ApiKeyFixture {
 }
 
 @Injectable()
-export class ApiKeysFixtureSection implements FixtureSection<ApiKeyInput[]>, OnModuleInit {
+export class ApiKeysFixtureSection extends RegisteredFixtureSection<ApiKeyInput[]> {
   readonly name = 'api_keys';
   readonly order = 10;
 
   constructor(
-    private readonly registry: FixtureRegistry,
+    registry: FixtureRegistry,
     private readonly keys: ApiKeysService,
-  ) {}
-
-  onModuleInit(): void {
-    this.registry.register(this);
+  ) {
+    super(registry);
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): ApiKeyInput[] {
-    const items = parseFixtureArray(ApiKeyFixture, value, path);
-    const inputs = items.map((item, index) => {
+    return this.parseRows(ApiKeyFixture, value, path, ctx, (item, index) => {
       if (item.token !== undefined && !isWellFormedToken(item.token)) {
         throw new FixtureError(`${path}[${index}].token`, 'must be svc_live_ followed by 32 to 128 URL-safe characters');
       }
@@ -47,8 +44,6 @@ export class ApiKeysFixtureSection implements FixtureSection<ApiKeyInput[]>, OnM
       }
       return { id, orgId: ctx.orgId, label, token, scopes: item.scopes, expiresAt: fixtureDate(item.expires_at), revoked: item.revoked ?? false };
     });
-    declareIds(ctx, 'api_keys', inputs.map((input) => input.id!), path);
-    return inputs;
   }
 
   async write(tx: Transaction, _orgId: string, inputs: ApiKeyInput[]): Promise<void> {

@@ -1,9 +1,9 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { IsArray, IsBoolean, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { randomUrlSafe } from '../../libs/crypto/crypto';
 import { newId } from '../../libs/ids/ids';
 import type { Transaction } from '../database/database.types';
-import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { ChatbotsRepository, type NewChatbotRow } from './chatbots.repository';
 
 export class ChatbotFixture {
@@ -21,22 +21,20 @@ export class ChatbotFixture {
 }
 
 @Injectable()
-export class ChatbotsFixtureSection implements FixtureSection<NewChatbotRow[]>, OnModuleInit {
+export class ChatbotsFixtureSection extends RegisteredFixtureSection<NewChatbotRow[]> {
   readonly name = 'chatbots';
   readonly order = 60;
 
   constructor(
-    private readonly registry: FixtureRegistry,
+    registry: FixtureRegistry,
     private readonly repository: ChatbotsRepository,
-  ) {}
-
-  onModuleInit(): void {
-    this.registry.register(this);
+  ) {
+    super(registry);
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): NewChatbotRow[] {
     const publicIds = new Set<string>();
-    const rows = parseFixtureArray(ChatbotFixture, value, path).map((item, index): NewChatbotRow => {
+    return this.parseRows(ChatbotFixture, value, path, ctx, (item, index): NewChatbotRow => {
       const createdAt = fixtureDate(item.created_at) ?? new Date();
       const id = item.id ?? newId('chatbot', createdAt);
       // a generated public id must be stable across re-seeding, so derive it from the id when given
@@ -58,13 +56,9 @@ export class ChatbotsFixtureSection implements FixtureSection<NewChatbotRow[]>, 
         updatedAt: fixtureDate(item.updated_at) ?? createdAt,
       };
     });
-    declareIds(ctx, 'chatbots', rows.map((row) => row.id!), path);
-    return rows;
   }
 
   async write(tx: Transaction, orgId: string, rows: NewChatbotRow[]): Promise<void> {
-    const written = new Set(await this.repository.upsertMany(orgId, rows, tx));
-    const foreign = rows.find((row) => !written.has(row.id!));
-    if (foreign) throw new FixtureError('chatbots', `chatbot ${foreign.id} belongs to another organization`);
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'chatbot');
   }
 }

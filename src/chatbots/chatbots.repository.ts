@@ -1,6 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, desc, eq, getTableColumns, lt, sql } from 'drizzle-orm';
+import { getTableColumns } from 'drizzle-orm';
+import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { orgScopedReads } from '../database/org-scoped-reads';
+import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { chatbots } from '../database/schema';
 import type { ChatbotViewRow } from './chatbots.mapper';
 
@@ -9,53 +12,22 @@ const { orgId: _orgId, deactivatedReason: _reason, deactivatedAt: _at, ...viewCo
 
 @Injectable()
 export class ChatbotsRepository {
-  private readonly byId;
+  private readonly reads;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byId = db
-      .select(viewColumns)
-      .from(chatbots)
-      .where(and(eq(chatbots.orgId, sql.placeholder('orgId')), eq(chatbots.id, sql.placeholder('id'))))
-      .prepare('chatbot_detail_by_id');
+    this.reads = orgScopedReads(db, chatbots, 'chatbots', { columns: viewColumns });
   }
 
-  async findById(orgId: string, id: string): Promise<ChatbotViewRow | null> {
-    const [row] = await this.byId.execute({ orgId, id });
-    return row ?? null;
+  findById(orgId: string, id: string): Promise<ChatbotViewRow | null> {
+    return this.reads.findById(orgId, id);
   }
 
-  list(orgId: string, afterId: string | null, fetch: number): Promise<ChatbotViewRow[]> {
-    return this.db
-      .select(viewColumns)
-      .from(chatbots)
-      .where(and(eq(chatbots.orgId, orgId), afterId === null ? undefined : lt(chatbots.id, afterId)))
-      .orderBy(desc(chatbots.id))
-      .limit(fetch);
+  listPage(orgId: string, page: PageRequest): Promise<ChatbotViewRow[]> {
+    return this.reads.listPage(orgId, page);
   }
 
   /** Upsert by id, scoped to the org; returns the ids written. */
-  async upsertMany(orgId: string, rows: NewChatbotRow[], tx: DbOrTx = this.db): Promise<string[]> {
-    if (rows.length === 0) return [];
-    const result = await tx
-      .insert(chatbots)
-      .values(rows.map((row) => ({ ...row, orgId })))
-      .onConflictDoUpdate({
-        target: chatbots.id,
-        set: {
-          publicId: sql`excluded.public_id`,
-          name: sql`excluded.name`,
-          agentId: sql`excluded.agent_id`,
-          isActive: sql`excluded.is_active`,
-          allowWriteTools: sql`excluded.allow_write_tools`,
-          allowedDomains: sql`excluded.allowed_domains`,
-          theme: sql`excluded.theme`,
-          welcomeMessage: sql`excluded.welcome_message`,
-          createdAt: sql`excluded.created_at`,
-          updatedAt: sql`excluded.updated_at`,
-        },
-        setWhere: eq(chatbots.orgId, orgId),
-      })
-      .returning({ id: chatbots.id });
-    return result.map((row) => row.id);
+  upsertMany(orgId: string, rows: NewChatbotRow[], tx: DbOrTx = this.db): Promise<string[]> {
+    return upsertOrgRows(tx, chatbots, orgId, rows, ['publicId', 'name', 'agentId', 'isActive', 'allowWriteTools', 'allowedDomains', 'theme', 'welcomeMessage', 'createdAt', 'updatedAt']);
   }
 }

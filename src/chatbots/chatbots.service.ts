@@ -16,7 +16,7 @@ export class ChatbotsService {
 
   async listChatbots(orgId: string, query: PaginationQuery): Promise<Page<ChatbotDto>> {
     const page = this.paginator.request('chatbots', query);
-    const rows = await this.repository.list(orgId, page.afterId, page.fetch);
+    const rows = await this.repository.listPage(orgId, page);
     return this.paginator.page(rows, page).map(mapChatbot);
   }
 

@@ -1,10 +1,10 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
 import { IsArray, IsBoolean, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import type { Transaction } from '../database/database.types';
 import type { ConnectorToolRow } from '../database/schema';
-import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { fixtureDate, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CONNECTOR_STATUSES, CONNECTOR_TOOL_TYPES } from './connectors.dto';
 import { ConnectorsRepository, type NewConnectorRow } from './connectors.repository';
 
@@ -30,21 +30,19 @@ export class ConnectorFixture {
 }
 
 @Injectable()
-export class ConnectorsFixtureSection implements FixtureSection<NewConnectorRow[]>, OnModuleInit {
+export class ConnectorsFixtureSection extends RegisteredFixtureSection<NewConnectorRow[]> {
   readonly name = 'connectors';
   readonly order = 20;
 
   constructor(
-    private readonly registry: FixtureRegistry,
+    registry: FixtureRegistry,
     private readonly repository: ConnectorsRepository,
-  ) {}
-
-  onModuleInit(): void {
-    this.registry.register(this);
+  ) {
+    super(registry);
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): NewConnectorRow[] {
-    const rows = parseFixtureArray(ConnectorFixture, value, path).map((item): NewConnectorRow => {
+    return this.parseRows(ConnectorFixture, value, path, ctx, (item): NewConnectorRow => {
       const createdAt = fixtureDate(item.created_at) ?? new Date();
       return {
         id: item.id ?? newId('connector', createdAt),
@@ -67,13 +65,9 @@ export class ConnectorsFixtureSection implements FixtureSection<NewConnectorRow[
         updatedAt: fixtureDate(item.updated_at) ?? createdAt,
       };
     });
-    declareIds(ctx, 'connectors', rows.map((row) => row.id!), path);
-    return rows;
   }
 
   async write(tx: Transaction, orgId: string, rows: NewConnectorRow[]): Promise<void> {
-    const written = new Set(await this.repository.upsertMany(orgId, rows, tx));
-    const foreign = rows.find((row) => !written.has(row.id!));
-    if (foreign) throw new FixtureError('connectors', `connector ${foreign.id} belongs to another organization`);
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'connector');
   }
 }

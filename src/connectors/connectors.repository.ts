@@ -1,6 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, desc, eq, getTableColumns, lt, sql } from 'drizzle-orm';
+import { getTableColumns } from 'drizzle-orm';
+import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { orgScopedById, orgScopedPages } from '../database/org-scoped-reads';
+import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { connectors } from '../database/schema';
 import type { ConnectorRow } from './connectors.mapper';
 
@@ -10,51 +13,25 @@ export type ConnectorSummaryRow = Omit<ConnectorRow, 'tools' | 'orgId'>;
 
 @Injectable()
 export class ConnectorsRepository {
-  private readonly byId;
+  private readonly detail;
+  private readonly summaries;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byId = db
-      .select()
-      .from(connectors)
-      .where(and(eq(connectors.orgId, sql.placeholder('orgId')), eq(connectors.id, sql.placeholder('id'))))
-      .prepare('connector_detail_by_id');
+    this.detail = orgScopedById(db, connectors, 'connectors');
+    this.summaries = orgScopedPages(db, connectors, 'connectors', { columns: summaryColumns });
   }
 
-  async findById(orgId: string, id: string): Promise<ConnectorRow | null> {
-    const [row] = await this.byId.execute({ orgId, id });
-    return row ?? null;
+  findById(orgId: string, id: string): Promise<ConnectorRow | null> {
+    return this.detail.findById(orgId, id);
   }
 
-  list(orgId: string, afterId: string | null, fetch: number): Promise<ConnectorSummaryRow[]> {
-    return this.db
-      .select(summaryColumns)
-      .from(connectors)
-      .where(and(eq(connectors.orgId, orgId), afterId === null ? undefined : lt(connectors.id, afterId)))
-      .orderBy(desc(connectors.id))
-      .limit(fetch);
+  /** Summaries only: the list leaves out each connector's tools. */
+  listPage(orgId: string, page: PageRequest): Promise<ConnectorSummaryRow[]> {
+    return this.summaries.listPage(orgId, page);
   }
 
   /** Upsert by id, scoped to the org; returns the ids written (an id of another org is not touched). */
-  async upsertMany(orgId: string, rows: NewConnectorRow[], tx: DbOrTx = this.db): Promise<string[]> {
-    if (rows.length === 0) return [];
-    const result = await tx
-      .insert(connectors)
-      .values(rows.map((row) => ({ ...row, orgId })))
-      .onConflictDoUpdate({
-        target: connectors.id,
-        set: {
-          type: sql`excluded.type`,
-          name: sql`excluded.name`,
-          status: sql`excluded.status`,
-          statusReason: sql`excluded.status_reason`,
-          isActive: sql`excluded.is_active`,
-          tools: sql`excluded.tools`,
-          createdAt: sql`excluded.created_at`,
-          updatedAt: sql`excluded.updated_at`,
-        },
-        setWhere: eq(connectors.orgId, orgId),
-      })
-      .returning({ id: connectors.id });
-    return result.map((row) => row.id);
+  upsertMany(orgId: string, rows: NewConnectorRow[], tx: DbOrTx = this.db): Promise<string[]> {
+    return upsertOrgRows(tx, connectors, orgId, rows, ['type', 'name', 'status', 'statusReason', 'isActive', 'tools', 'createdAt', 'updatedAt']);
   }
 }

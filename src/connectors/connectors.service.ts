@@ -16,7 +16,7 @@ export class ConnectorsService {
 
   async listConnectors(orgId: string, query: PaginationQuery): Promise<Page<ConnectorSummaryDto>> {
     const page = this.paginator.request('connectors', query);
-    const rows = await this.repository.list(orgId, page.afterId, page.fetch);
+    const rows = await this.repository.listPage(orgId, page);
     return this.paginator.page(rows, page).map(mapConnectorSummary);
   }
 

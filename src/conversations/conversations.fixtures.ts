@@ -1,4 +1,4 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
 import {
   IsArray,
@@ -17,7 +17,7 @@ import {
 import { newId } from '../../libs/ids/ids';
 import type { Transaction } from '../database/database.types';
 import type { ToolCallRow } from '../database/schema';
-import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CONVERSATION_SOURCES, MESSAGE_ROLES } from './conversations.dto';
 import { ConversationsRepository, type NewConversationRow, type NewMessageRow } from './conversations.repository';
 
@@ -89,25 +89,22 @@ export function ticketIdsOf(metadata: Record<string, unknown> | null | undefined
 }
 
 @Injectable()
-export class ConversationsFixtureSection implements FixtureSection<ParsedConversations>, OnModuleInit {
+export class ConversationsFixtureSection extends RegisteredFixtureSection<ParsedConversations> {
   readonly name = 'conversations';
   readonly order = 50;
 
   constructor(
-    private readonly registry: FixtureRegistry,
+    registry: FixtureRegistry,
     private readonly repository: ConversationsRepository,
-  ) {}
-
-  onModuleInit(): void {
-    this.registry.register(this);
+  ) {
+    super(registry);
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): ParsedConversations {
-    const items = parseFixtureArray(ConversationFixture, value, path);
     const threads = new Map<string, NewMessageRow[]>();
     const unnumbered: number[] = [];
     const messageIds = new Set<string>();
-    const rows = items.map((item, index): NewConversationRow => {
+    const rows = this.parseRows(ConversationFixture, value, path, ctx, (item, index): NewConversationRow => {
       const here = `${path}[${index}]`;
       const createdAt = fixtureDate(item.created_at) ?? undefined;
       const id = item.id ?? newId('conversation', createdAt);
@@ -167,7 +164,6 @@ export class ConversationsFixtureSection implements FixtureSection<ParsedConvers
         updatedAt: fixtureDate(item.updated_at) ?? lastMessageAt ?? createdAt ?? new Date(),
       };
     });
-    declareIds(ctx, 'conversations', rows.map((row) => row.id!), path);
     const declared = ctx.declared.get('conversations')!;
     rows.forEach((row, index) => {
       if (row.parentConversationId && !declared.has(row.parentConversationId)) {
@@ -182,9 +178,7 @@ export class ConversationsFixtureSection implements FixtureSection<ParsedConvers
   }
 
   async write(tx: Transaction, orgId: string, parsed: ParsedConversations): Promise<void> {
-    const written = new Set(await this.repository.upsertMany(orgId, parsed.rows, parsed.threads, tx));
-    const foreign = parsed.rows.find((row) => !written.has(row.id!));
-    if (foreign) throw new FixtureError('conversations', `conversation ${foreign.id} belongs to another organization`);
+    this.requireAllWritten(parsed.rows, await this.repository.upsertMany(orgId, parsed.rows, parsed.threads, tx), 'conversation');
   }
 }
 

@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, lt, lte, ne, or, sql, type SQL } from 'drizzle-orm';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { orgScopedById } from '../database/org-scoped-reads';
+import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { conversations, messages } from '../database/schema';
 import type { ConversationFilters } from './conversations.filters';
 
@@ -38,6 +40,27 @@ function metadataMatch(key: string, value: string): SQL {
   return conditions.length === 1 ? conditions[0] : or(...conditions)!;
 }
 
+/** The columns a fixture re-seed overwrites on an existing conversation. */
+const FIXTURE_COLUMNS = [
+  'title',
+  'source',
+  'agentId',
+  'model',
+  'autonomous',
+  'isOnboarding',
+  'isSimulation',
+  'conversationNumber',
+  'parentConversationId',
+  'creditsUsed',
+  'metadata',
+  'triggerPayload',
+  'ticketIds',
+  'messageCount',
+  'lastMessageAt',
+  'createdAt',
+  'updatedAt'
+] as const;
+
 @Injectable()
 export class ConversationsRepository {
   private readonly byId;
@@ -45,16 +68,10 @@ export class ConversationsRepository {
   private readonly messagesOf;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byId = db
-      .select(summaryColumns)
-      .from(conversations)
-      .where(and(eq(conversations.orgId, sql.placeholder('orgId')), eq(conversations.id, sql.placeholder('id'))))
-      .prepare('conversation_detail_by_id');
-    this.byIdWithPayload = db
-      .select({ ...summaryColumns, triggerPayload: conversations.triggerPayload })
-      .from(conversations)
-      .where(and(eq(conversations.orgId, sql.placeholder('orgId')), eq(conversations.id, sql.placeholder('id'))))
-      .prepare('conversation_detail_by_id_with_payload');
+    this.byId = orgScopedById(db, conversations, 'conversation_detail', { columns: summaryColumns });
+    this.byIdWithPayload = orgScopedById(db, conversations, 'conversation_detail_with_payload', {
+      columns: { ...summaryColumns, triggerPayload: conversations.triggerPayload },
+    });
     this.messagesOf = db
       .select(messageColumns)
       .from(messages)
@@ -63,9 +80,8 @@ export class ConversationsRepository {
       .prepare('conversation_detail_thread');
   }
 
-  async findById(orgId: string, id: string, withPayload: boolean): Promise<(ConversationSummaryRow & { triggerPayload?: unknown }) | null> {
-    const [row] = await (withPayload ? this.byIdWithPayload : this.byId).execute({ orgId, id });
-    return row ?? null;
+  findById(orgId: string, id: string, withPayload: boolean): Promise<(ConversationSummaryRow & { triggerPayload?: unknown }) | null> {
+    return (withPayload ? this.byIdWithPayload : this.byId).findById(orgId, id);
   }
 
   /** The whole thread, oldest first. */
@@ -167,38 +183,9 @@ export class ConversationsRepository {
    */
   async upsertMany(orgId: string, rows: NewConversationRow[], threads: Map<string, NewMessageRow[]>, tx: DbOrTx = this.db): Promise<string[]> {
     if (rows.length === 0) return [];
-    const c = conversations;
     const written: string[] = [];
     for (let start = 0; start < rows.length; start += 500) {
-      const batch = rows.slice(start, start + 500).map((row) => ({ ...row, orgId }));
-      const result = await tx
-        .insert(c)
-        .values(batch)
-        .onConflictDoUpdate({
-          target: c.id,
-          set: {
-            title: sql`excluded.title`,
-            source: sql`excluded.source`,
-            agentId: sql`excluded.agent_id`,
-            model: sql`excluded.model`,
-            autonomous: sql`excluded.autonomous`,
-            isOnboarding: sql`excluded.is_onboarding`,
-            isSimulation: sql`excluded.is_simulation`,
-            conversationNumber: sql`excluded.conversation_number`,
-            parentConversationId: sql`excluded.parent_conversation_id`,
-            creditsUsed: sql`excluded.credits_used`,
-            metadata: sql`excluded.metadata`,
-            triggerPayload: sql`excluded.trigger_payload`,
-            ticketIds: sql`excluded.ticket_ids`,
-            messageCount: sql`excluded.message_count`,
-            lastMessageAt: sql`excluded.last_message_at`,
-            createdAt: sql`excluded.created_at`,
-            updatedAt: sql`excluded.updated_at`,
-          },
-          setWhere: eq(c.orgId, orgId),
-        })
-        .returning({ id: c.id });
-      written.push(...result.map((row) => row.id));
+      written.push(...(await upsertOrgRows(tx, conversations, orgId, rows.slice(start, start + 500), FIXTURE_COLUMNS)));
     }
     const ids = [...threads.keys()].filter((id) => written.includes(id));
     for (let start = 0; start < ids.length; start += 500) {

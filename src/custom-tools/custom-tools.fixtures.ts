@@ -1,4 +1,4 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
@@ -16,13 +16,14 @@ import {
 } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import type { Transaction } from '../database/database.types';
-import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CustomToolCredentialsInput, CustomToolGroupInput, CustomToolParamInput } from './custom-tools.dto';
 import { CustomToolsRepository, type NewCustomToolRow } from './custom-tools.repository';
 import {
   AUTH_TYPES,
   DEFAULT_API_KEY_HEADER,
   definitionProblems,
+  groupRow,
   HTTP_METHODS,
   MAX_PARAMETERS,
   resolveAuth,
@@ -73,18 +74,16 @@ interface ParsedTool {
 }
 
 @Injectable()
-export class CustomToolsFixtureSection implements FixtureSection<ParsedTool[]>, OnModuleInit {
+export class CustomToolsFixtureSection extends RegisteredFixtureSection<ParsedTool[]> {
   readonly name = 'custom_tools';
   readonly order = 30;
 
   constructor(
-    private readonly registry: FixtureRegistry,
+    registry: FixtureRegistry,
     private readonly repository: CustomToolsRepository,
     private readonly service: CustomToolsService,
-  ) {}
-
-  onModuleInit(): void {
-    this.registry.register(this);
+  ) {
+    super(registry);
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): ParsedTool[] {
@@ -152,7 +151,7 @@ export class CustomToolsFixtureSection implements FixtureSection<ParsedTool[]>, 
           responseMapping: item.response_mapping ?? null,
           authType,
           authHeaderName,
-          group: item.group ? { name: item.group.name, icon: item.group.icon ?? null, color: item.group.color ?? null } : null,
+          group: groupRow(item.group),
           isActive: item.is_active ?? true,
           ...(createdAt ? { createdAt } : {}),
           ...(updatedAt ? { updatedAt } : {}),

@@ -1,7 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, count, desc, eq, lt, sql } from 'drizzle-orm';
+import { and, count, eq, sql } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { orgScopedReads } from '../database/org-scoped-reads';
+import { upsertOrgRow } from '../database/org-scoped-upsert';
 import { agents, customTools, orgs, type OrgLimits } from '../database/schema';
 import type { CustomToolRow } from './custom-tools.mapper';
 
@@ -10,41 +12,18 @@ export type CustomToolChanges = Partial<Omit<NewCustomToolRow, 'id' | 'orgId' | 
 
 @Injectable()
 export class CustomToolsRepository {
-  private readonly byId;
-  private readonly firstPage;
-  private readonly nextPage;
+  private readonly reads;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byId = db
-      .select()
-      .from(customTools)
-      .where(and(eq(customTools.orgId, sql.placeholder('orgId')), eq(customTools.id, sql.placeholder('id'))))
-      .prepare('custom_tools_by_id');
-    this.firstPage = db
-      .select()
-      .from(customTools)
-      .where(eq(customTools.orgId, sql.placeholder('orgId')))
-      .orderBy(desc(customTools.id))
-      .limit(sql.placeholder('fetch'))
-      .prepare('custom_tools_first_page');
-    this.nextPage = db
-      .select()
-      .from(customTools)
-      .where(and(eq(customTools.orgId, sql.placeholder('orgId')), lt(customTools.id, sql.placeholder('afterId'))))
-      .orderBy(desc(customTools.id))
-      .limit(sql.placeholder('fetch'))
-      .prepare('custom_tools_next_page');
+    this.reads = orgScopedReads(db, customTools, 'custom_tools');
   }
 
-  async findById(orgId: string, id: string): Promise<CustomToolRow | null> {
-    const [row] = await this.byId.execute({ orgId, id });
-    return row ?? null;
+  findById(orgId: string, id: string): Promise<CustomToolRow | null> {
+    return this.reads.findById(orgId, id);
   }
 
   listPage(orgId: string, page: PageRequest): Promise<CustomToolRow[]> {
-    return page.afterId === null
-      ? this.firstPage.execute({ orgId, fetch: page.fetch })
-      : this.nextPage.execute({ orgId, afterId: page.afterId, fetch: page.fetch });
+    return this.reads.listPage(orgId, page);
   }
 
   /** Row-locks the tool for a read-modify-write (concurrent PATCHes apply one after the other). */
@@ -135,12 +114,8 @@ export class CustomToolsRepository {
    * Fixture upsert by id, scoped to the organization. `keepName`: a name the
    * fixture did not spell out never renames an existing tool (names are immutable).
    */
-  async upsert(row: NewCustomToolRow, tx: DbOrTx = this.db, options: { keepName?: boolean } = {}): Promise<void> {
-    const { id: _id, orgId, name, ...rest } = row;
-    const changes = options.keepName ? rest : { ...rest, name };
-    await tx
-      .insert(customTools)
-      .values(row)
-      .onConflictDoUpdate({ target: customTools.id, set: changes, setWhere: eq(customTools.orgId, orgId) });
+  upsert(row: NewCustomToolRow, tx: DbOrTx = this.db, options: { keepName?: boolean } = {}): Promise<void> {
+    const { id: _id, orgId, name: _name, ...rest } = row;
+    return upsertOrgRow(tx, customTools, orgId, row, options.keepName ? rest : undefined);
   }
 }

@@ -1,7 +1,7 @@
 import type { FieldErrors } from '../common/api-error';
 import { BOUNDS } from '../common/input-bounds';
 import { outboundUrlProblem } from '../common/url-policy';
-import type { CustomToolParamRow } from '../database/schema';
+import type { CustomToolGroupRow, CustomToolParamRow } from '../database/schema';
 
 /**
  * The rules a custom tool definition must satisfy, as pure functions shared
@@ -67,6 +67,11 @@ export interface ParamInput {
   required?: boolean;
   in?: string;
   headerName?: string;
+}
+
+/** The stored group: icon and color default to null. */
+export function groupRow(group: { name: string; icon?: string | null; color?: string | null } | null | undefined): CustomToolGroupRow | null {
+  return group ? { name: group.name, icon: group.icon ?? null, color: group.color ?? null } : null;
 }
 
 /** Spec defaults: `type` string, `required` false, `in` query for GET and body otherwise. */

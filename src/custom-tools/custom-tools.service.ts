@@ -7,11 +7,10 @@ import type { Page } from '../common/envelope';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
-import type { CustomToolGroupRow } from '../database/schema';
-import type { CreateCustomToolDto, CustomToolDto, CustomToolGroupInput, UpdateCustomToolDto } from './custom-tools.dto';
+import type { CreateCustomToolDto, CustomToolDto, UpdateCustomToolDto } from './custom-tools.dto';
 import { mapCustomTool } from './custom-tools.mapper';
 import { CustomToolsRepository, type CustomToolChanges } from './custom-tools.repository';
-import { definitionProblems, firstFreeToolName, resolveAuth, resolveParameters, toolNameBase, type StoredCredentials } from './custom-tools.rules';
+import { definitionProblems, firstFreeToolName, groupRow, resolveAuth, resolveParameters, toolNameBase, type StoredCredentials } from './custom-tools.rules';
 
 const NAME_UNIQUE = 'custom_tools_org_name_unique';
 /** generated names are computed under the org lock; the retry covers rows written outside it (fixtures) */
@@ -26,10 +25,6 @@ function mergeFields(...all: FieldErrors[]): FieldErrors {
   const out: FieldErrors = {};
   for (const fields of all) for (const [key, problems] of Object.entries(fields)) (out[key] ??= []).push(...problems);
   return out;
-}
-
-function groupRow(group: CustomToolGroupInput | null | undefined): CustomToolGroupRow | null {
-  return group ? { name: group.name, icon: group.icon ?? null, color: group.color ?? null } : null;
 }
 
 @Injectable()

@@ -1,4 +1,4 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
 import {
   IsArray,
@@ -17,7 +17,7 @@ import {
 } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import type { Transaction } from '../database/database.types';
-import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { SOURCE_TYPES, SYNC_STATUSES } from './sources.dto';
 import { SourcesRepository, UPLOAD_SOURCE_NAME, type NewDocumentRow, type NewSourceRow } from './sources.repository';
 import { sourceConfigProblems } from './sources.service';
@@ -52,17 +52,15 @@ interface ParsedSource {
 }
 
 @Injectable()
-export class SourcesFixtureSection implements FixtureSection<ParsedSource[]>, OnModuleInit {
+export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource[]> {
   readonly name = 'sources';
   readonly order = 30;
 
   constructor(
-    private readonly registry: FixtureRegistry,
+    registry: FixtureRegistry,
     private readonly repository: SourcesRepository,
-  ) {}
-
-  onModuleInit(): void {
-    this.registry.register(this);
+  ) {
+    super(registry);
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): ParsedSource[] {

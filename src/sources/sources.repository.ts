@@ -1,8 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, count, desc, eq, lt, ne, sql } from 'drizzle-orm';
+import { and, count, eq, ne, sql } from 'drizzle-orm';
 import { newId } from '../../libs/ids/ids';
 import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { orgScopedReads } from '../database/org-scoped-reads';
+import { upsertOrgRow } from '../database/org-scoped-upsert';
 import { agents, documents, orgs, sources, type OrgLimits } from '../database/schema';
 import type { SourceRow } from './sources.mapper';
 
@@ -13,41 +15,18 @@ export const UPLOAD_SOURCE_NAME = 'Uploaded files';
 
 @Injectable()
 export class SourcesRepository {
-  private readonly byId;
-  private readonly firstPage;
-  private readonly nextPage;
+  private readonly reads;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byId = db
-      .select()
-      .from(sources)
-      .where(and(eq(sources.orgId, sql.placeholder('orgId')), eq(sources.id, sql.placeholder('id'))))
-      .prepare('sources_by_id');
-    this.firstPage = db
-      .select()
-      .from(sources)
-      .where(eq(sources.orgId, sql.placeholder('orgId')))
-      .orderBy(desc(sources.id))
-      .limit(sql.placeholder('fetch'))
-      .prepare('sources_first_page');
-    this.nextPage = db
-      .select()
-      .from(sources)
-      .where(and(eq(sources.orgId, sql.placeholder('orgId')), lt(sources.id, sql.placeholder('afterId'))))
-      .orderBy(desc(sources.id))
-      .limit(sql.placeholder('fetch'))
-      .prepare('sources_next_page');
+    this.reads = orgScopedReads(db, sources, 'sources');
   }
 
-  async findById(orgId: string, id: string): Promise<SourceRow | null> {
-    const [row] = await this.byId.execute({ orgId, id });
-    return row ?? null;
+  findById(orgId: string, id: string): Promise<SourceRow | null> {
+    return this.reads.findById(orgId, id);
   }
 
   listPage(orgId: string, page: PageRequest): Promise<SourceRow[]> {
-    return page.afterId === null
-      ? this.firstPage.execute({ orgId, fetch: page.fetch })
-      : this.nextPage.execute({ orgId, afterId: page.afterId, fetch: page.fetch });
+    return this.reads.listPage(orgId, page);
   }
 
   async findForUpdate(orgId: string, id: string, tx: DbOrTx): Promise<SourceRow | null> {
@@ -122,21 +101,11 @@ export class SourcesRepository {
   }
 
   /** Fixture upsert by id, scoped to the organization. */
-  async upsert(row: NewSourceRow, tx: DbOrTx): Promise<void> {
-    const { id: _id, orgId, ...changes } = row;
-    await tx
-      .insert(sources)
-      .values(row)
-      .onConflictDoUpdate({ target: sources.id, set: changes, setWhere: eq(sources.orgId, orgId) });
+  upsert(row: NewSourceRow, tx: DbOrTx): Promise<void> {
+    return upsertOrgRow(tx, sources, row.orgId, row);
   }
 
   async upsertDocuments(orgId: string, rows: NewDocumentRow[], tx: DbOrTx): Promise<void> {
-    for (const row of rows) {
-      const { id: _id, orgId: _org, ...changes } = row;
-      await tx
-        .insert(documents)
-        .values({ ...row, orgId })
-        .onConflictDoUpdate({ target: documents.id, set: changes, setWhere: eq(documents.orgId, orgId) });
-    }
+    for (const row of rows) await upsertOrgRow(tx, documents, orgId, row);
   }
 }

@@ -1,8 +1,8 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { IsBoolean, IsEmail, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import type { Transaction } from '../database/database.types';
-import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { MEMBER_ROLES } from './team.dto';
 import { TeamRepository, type NewMemberRow } from './team.repository';
 
@@ -18,22 +18,19 @@ export class MemberFixture {
 }
 
 @Injectable()
-export class MembersFixtureSection implements FixtureSection<NewMemberRow[]>, OnModuleInit {
+export class MembersFixtureSection extends RegisteredFixtureSection<NewMemberRow[]> {
   readonly name = 'members';
   readonly order = 10;
 
   constructor(
-    private readonly registry: FixtureRegistry,
+    registry: FixtureRegistry,
     private readonly repository: TeamRepository,
-  ) {}
-
-  onModuleInit(): void {
-    this.registry.register(this);
+  ) {
+    super(registry);
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): NewMemberRow[] {
-    const items = parseFixtureArray(MemberFixture, value, path);
-    const rows = items.map((item) => {
+    const rows = this.parseRows(MemberFixture, value, path, ctx, (item) => {
       const createdAt = fixtureDate(item.created_at) ?? undefined;
       return {
         id: item.id ?? newId('member', createdAt),
@@ -47,7 +44,6 @@ export class MembersFixtureSection implements FixtureSection<NewMemberRow[]>, On
         ...(createdAt ? { createdAt } : {}),
       };
     });
-    declareIds(ctx, 'members', rows.map((row) => row.id), path);
     const owners = new Set<string>();
     rows.forEach((row, index) => {
       if (owners.has(row.userId)) throw new FixtureError(`${path}[${index}].user_id`, `duplicate user_id ${row.userId}`);

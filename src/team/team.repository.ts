@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { desc, eq, sql } from 'drizzle-orm';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { upsertOrgRow } from '../database/org-scoped-upsert';
 import { members } from '../database/schema';
 import type { MemberRow } from './team.mapper';
 
@@ -24,12 +25,6 @@ export class TeamRepository {
   }
 
   async upsertMany(orgId: string, rows: NewMemberRow[], tx: DbOrTx = this.db): Promise<void> {
-    for (const row of rows) {
-      const { id: _id, orgId: _org, ...changes } = row;
-      await tx
-        .insert(members)
-        .values({ ...row, orgId })
-        .onConflictDoUpdate({ target: members.id, set: changes, setWhere: eq(members.orgId, orgId) });
-    }
+    for (const row of rows) await upsertOrgRow(tx, members, orgId, row);
   }
 }

@@ -1,9 +1,9 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, Min, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import type { Transaction } from '../database/database.types';
-import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, type FixtureContext, type FixtureSection } from '../fixtures/fixture-registry';
+import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CRON_SCHEDULED_EVENT } from './triggers.dto';
 import { TriggersRepository, type NewTriggerRow } from './triggers.repository';
 
@@ -35,22 +35,20 @@ export class TriggerFixture {
 const iso = (value: string | null | undefined): string | null => (value ? new Date(value).toISOString() : null);
 
 @Injectable()
-export class TriggersFixtureSection implements FixtureSection<NewTriggerRow[]>, OnModuleInit {
+export class TriggersFixtureSection extends RegisteredFixtureSection<NewTriggerRow[]> {
   readonly name = 'triggers';
   readonly order = 60;
 
   constructor(
-    private readonly registry: FixtureRegistry,
+    registry: FixtureRegistry,
     private readonly repository: TriggersRepository,
-  ) {}
-
-  onModuleInit(): void {
-    this.registry.register(this);
+  ) {
+    super(registry);
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): NewTriggerRow[] {
     const connectors = ctx.declared.get('connectors');
-    const rows = parseFixtureArray(TriggerFixture, value, path).map((item, index): NewTriggerRow => {
+    return this.parseRows(TriggerFixture, value, path, ctx, (item, index): NewTriggerRow => {
       const here = `${path}[${index}]`;
       const isCron = item.event === CRON_SCHEDULED_EVENT;
       if (item.schedule && !isCron) throw new FixtureError(`${here}.schedule`, `is set only for ${CRON_SCHEDULED_EVENT} triggers`);
@@ -86,13 +84,9 @@ export class TriggersFixtureSection implements FixtureSection<NewTriggerRow[]>, 
         updatedAt: fixtureDate(item.updated_at) ?? createdAt,
       };
     });
-    declareIds(ctx, 'triggers', rows.map((row) => row.id!), path);
-    return rows;
   }
 
   async write(tx: Transaction, orgId: string, rows: NewTriggerRow[]): Promise<void> {
-    const written = new Set(await this.repository.upsertMany(orgId, rows, tx));
-    const foreign = rows.find((row) => !written.has(row.id!));
-    if (foreign) throw new FixtureError('triggers', `trigger ${foreign.id} belongs to another organization`);
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'trigger');
   }
 }

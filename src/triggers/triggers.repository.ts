@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, desc, eq, lt, sql } from 'drizzle-orm';
+import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { orgScopedReads } from '../database/org-scoped-reads';
+import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { triggers } from '../database/schema';
 import type { TriggerViewRow } from './triggers.mapper';
 
@@ -22,55 +24,22 @@ const viewColumns = {
 
 @Injectable()
 export class TriggersRepository {
-  private readonly byId;
+  private readonly reads;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byId = db
-      .select(viewColumns)
-      .from(triggers)
-      .where(and(eq(triggers.orgId, sql.placeholder('orgId')), eq(triggers.id, sql.placeholder('id'))))
-      .prepare('trigger_detail_by_id');
+    this.reads = orgScopedReads(db, triggers, 'triggers', { columns: viewColumns });
   }
 
-  async findById(orgId: string, id: string): Promise<TriggerViewRow | null> {
-    const [row] = await this.byId.execute({ orgId, id });
-    return row ?? null;
+  findById(orgId: string, id: string): Promise<TriggerViewRow | null> {
+    return this.reads.findById(orgId, id);
   }
 
-  list(orgId: string, afterId: string | null, fetch: number): Promise<TriggerViewRow[]> {
-    return this.db
-      .select(viewColumns)
-      .from(triggers)
-      .where(and(eq(triggers.orgId, orgId), afterId === null ? undefined : lt(triggers.id, afterId)))
-      .orderBy(desc(triggers.id))
-      .limit(fetch);
+  listPage(orgId: string, page: PageRequest): Promise<TriggerViewRow[]> {
+    return this.reads.listPage(orgId, page);
   }
 
   /** Upsert by id, scoped to the org; returns the ids written. */
-  async upsertMany(orgId: string, rows: NewTriggerRow[], tx: DbOrTx = this.db): Promise<string[]> {
-    if (rows.length === 0) return [];
-    const result = await tx
-      .insert(triggers)
-      .values(rows.map((row) => ({ ...row, orgId })))
-      .onConflictDoUpdate({
-        target: triggers.id,
-        set: {
-          agentId: sql`excluded.agent_id`,
-          connectorId: sql`excluded.connector_id`,
-          connectorType: sql`excluded.connector_type`,
-          event: sql`excluded.event`,
-          isActive: sql`excluded.is_active`,
-          conditions: sql`excluded.conditions`,
-          settings: sql`excluded.settings`,
-          schedule: sql`excluded.schedule`,
-          webhookId: sql`excluded.webhook_id`,
-          webhookStatus: sql`excluded.webhook_status`,
-          createdAt: sql`excluded.created_at`,
-          updatedAt: sql`excluded.updated_at`,
-        },
-        setWhere: eq(triggers.orgId, orgId),
-      })
-      .returning({ id: triggers.id });
-    return result.map((row) => row.id);
+  upsertMany(orgId: string, rows: NewTriggerRow[], tx: DbOrTx = this.db): Promise<string[]> {
+    return upsertOrgRows(tx, triggers, orgId, rows, ['agentId', 'connectorId', 'connectorType', 'event', 'isActive', 'conditions', 'settings', 'schedule', 'webhookId', 'webhookStatus', 'createdAt', 'updatedAt']);
   }
 }

@@ -16,7 +16,7 @@ export class TriggersService {
 
   async listTriggers(orgId: string, query: PaginationQuery): Promise<Page<TriggerDto>> {
     const page = this.paginator.request('triggers', query);
-    const rows = await this.repository.list(orgId, page.afterId, page.fetch);
+    const rows = await this.repository.listPage(orgId, page);
     return this.paginator.page(rows, page).map(mapTrigger);
   }
 

@@ -1,0 +1,97 @@
+import { and, desc, eq, lt, sql, type InferModelFromColumns, type SQL } from 'drizzle-orm';
+import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
+import type { PageRequest } from '../common/pagination';
+import type { Database } from './database.types';
+
+/**
+ * The prepared point read and keyset pages every organization-scoped resource
+ * needs, written once. For repositories only (they own the SQL): each one
+ * wraps these in its own typed methods.
+ */
+
+/** A table of one organization's rows, keyed by an id that sorts by creation time. */
+export type OrgScopedTable = PgTable & { id: PgColumn; orgId: PgColumn };
+
+type Columns = Record<string, PgColumn>;
+/** The row a read returns: the chosen columns, or the whole table. */
+type RowOf<TColumns extends Columns> = InferModelFromColumns<TColumns>;
+
+export interface OrgScopedReadOptions<TColumns extends Columns> {
+  /** The columns to return; all of the table when left out. */
+  columns?: TColumns;
+  /** A further condition every read applies, e.g. "not soft-deleted". */
+  where?: SQL;
+}
+
+export interface OrgScopedById<Row> {
+  /** The row with this id in this organization, or null (another organization's id is not found). */
+  findById(orgId: string, id: string): Promise<Row | null>;
+}
+
+export interface OrgScopedPages<Row> {
+  /** Newest first, keyset on id (ids start with their creation time); fetches `page.fetch` rows. */
+  listPage(orgId: string, page: PageRequest): Promise<Row[]>;
+}
+
+export type OrgScopedReads<Row> = OrgScopedById<Row> & OrgScopedPages<Row>;
+
+function select(db: Database, table: OrgScopedTable, columns: Columns | undefined) {
+  return (columns ? db.select(columns) : db.select()).from(table);
+}
+
+/** `where org_id = $orgId and id = $id`, prepared as `<name>_by_id`. */
+export function orgScopedById<T extends OrgScopedTable, TColumns extends Columns = T['_']['columns']>(
+  db: Database,
+  table: T,
+  name: string,
+  options: OrgScopedReadOptions<TColumns> = {},
+): OrgScopedById<RowOf<TColumns>> {
+  const byId = select(db, table, options.columns)
+    .where(and(eq(table.orgId, sql.placeholder('orgId')), options.where, eq(table.id, sql.placeholder('id'))))
+    .prepare(`${name}_by_id`);
+  return {
+    async findById(orgId, id) {
+      const [row] = await byId.execute({ orgId, id });
+      return (row as RowOf<TColumns> | undefined) ?? null;
+    },
+  };
+}
+
+/** `order by id desc limit $fetch`, after `id < $afterId` past the first page; prepared as `<name>_first_page` / `<name>_next_page`. */
+export function orgScopedPages<T extends OrgScopedTable, TColumns extends Columns = T['_']['columns']>(
+  db: Database,
+  table: T,
+  name: string,
+  options: OrgScopedReadOptions<TColumns> = {},
+): OrgScopedPages<RowOf<TColumns>> {
+  const inOrg = eq(table.orgId, sql.placeholder('orgId'));
+  const firstPage = select(db, table, options.columns)
+    .where(and(inOrg, options.where))
+    .orderBy(desc(table.id))
+    .limit(sql.placeholder('fetch'))
+    .prepare(`${name}_first_page`);
+  const nextPage = select(db, table, options.columns)
+    .where(and(inOrg, options.where, lt(table.id, sql.placeholder('afterId'))))
+    .orderBy(desc(table.id))
+    .limit(sql.placeholder('fetch'))
+    .prepare(`${name}_next_page`);
+  return {
+    async listPage(orgId, page) {
+      const rows =
+        page.afterId === null
+          ? await firstPage.execute({ orgId, fetch: page.fetch })
+          : await nextPage.execute({ orgId, afterId: page.afterId, fetch: page.fetch });
+      return rows as RowOf<TColumns>[];
+    },
+  };
+}
+
+/** Both reads over the same columns: `findById(orgId, id)` and `listPage(orgId, page)`. */
+export function orgScopedReads<T extends OrgScopedTable, TColumns extends Columns = T['_']['columns']>(
+  db: Database,
+  table: T,
+  name: string,
+  options: OrgScopedReadOptions<TColumns> = {},
+): OrgScopedReads<RowOf<TColumns>> {
+  return { ...orgScopedById(db, table, name, options), ...orgScopedPages(db, table, name, options) };
+}
