@@ -383,6 +383,9 @@ describe('fixture section agents', () => {
     ['an unknown sub-agent', [{ handle: 'a', name: 'x', instructions: 'x', sub_agents: ['agent_0123456789abcdef01234567'] }], 'orgs[0].agents[0].sub_agents[0]'],
     ['an unknown connector', [{ handle: 'a', name: 'x', instructions: 'x', connectors: ['connector_0123456789abcdef01234567'] }], 'orgs[0].agents[0].connectors[0]'],
     ['missing instructions', [{ handle: 'a', name: 'x' }], 'orgs[0].agents[0].instructions'],
+    // the API's input bounds hold for fixtures too (docs/decisions.md, "Input bounds")
+    ['a description over the API bound', [{ handle: 'a', name: 'x', instructions: 'x', description: 'd'.repeat(2_001) }], 'orgs[0].agents[0].description'],
+    ['more sub-agents than the API accepts', [{ handle: 'a', name: 'x', instructions: 'x', sub_agents: Array.from({ length: 101 }, (_, i) => `agent_${String(i).padStart(24, '0')}`) }], 'orgs[0].agents[0].sub_agents'],
     ['a bad deleted_at', [{ handle: 'a', name: 'x', instructions: 'x', deleted_at: 'last week' }], 'orgs[0].agents[0].deleted_at'],
   ])('rejects %s, naming the path, and writes nothing', async (_case, agents, path) => {
     const doc = orgDoc(agents);

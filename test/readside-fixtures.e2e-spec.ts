@@ -157,21 +157,26 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
     expect(all.body.data.find((c: { id: string }) => c.id === parent)).toMatchObject({ autonomous: true });
   });
 
-  describe('agents, members, sources and custom tools never touch a row of another organization', () => {
+  describe('agents, members, sources, custom tools and api keys refuse an id of another organization and leave its row as it was', () => {
     it.each([
       ['agents', schema.agents, (id: string, name: string) => ({ id, handle: `h${id.slice(-8)}`, name, instructions: 'i' })],
       ['members', schema.members, (id: string, name: string) => ({ id, email: `${id}@example.com`, role: 'member', name })],
       ['sources', schema.sources, (id: string, name: string) => ({ id, type: 'website', name })],
       ['custom_tools', schema.customTools, (id: string, name: string) => ({ id, label: name, description: 'd', method: 'GET', url: 'https://example.com/x' })],
+      ['api_keys', schema.apiKeys, (id: string, name: string) => ({ id, label: name, scopes: ['org:read'] })],
     ] as const)('%s', async (section, table, item) => {
-      const kind = { agents: 'agent', members: 'member', sources: 'source', custom_tools: 'customTool' } as const;
+      const kind = { agents: 'agent', members: 'member', sources: 'source', custom_tools: 'customTool', api_keys: 'key' } as const;
+      const noun = { agents: 'agent', members: 'member', sources: 'source', custom_tools: 'custom tool', api_keys: 'key' } as const;
       const shared = newId(kind[section]);
       const first = orgDocument({ [section]: [item(shared, 'Org A')] });
       await loader.load(first.document);
       const second = orgDocument({ [section]: [item(shared, 'hijack')] });
-      // these sections skip the foreign id without an error today (the read-side ones refuse, above);
-      // either way, what must hold is that organization A's row is untouched
-      await loader.load(second.document).catch(() => undefined);
+      // the whole load is refused (one transaction), like the read-side sections above
+      await expect(loader.load(second.document)).rejects.toMatchObject({
+        path: section,
+        message: `${section}: ${noun[section]} ${shared} belongs to another organization`,
+      });
+      expect(await t.connection.db.select().from(schema.orgs).where(eq(schema.orgs.id, second.orgId))).toHaveLength(0);
       const rows = await t.connection.db.select().from(table).where(eq(table.id, shared));
       expect(rows).toHaveLength(1);
       expect(rows[0].orgId).toBe(first.orgId);

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
 import {
+  ArrayMaxSize,
   IsArray,
   IsBoolean,
   IsIn,
@@ -17,6 +18,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { isId, newId } from '../../libs/ids/ids';
+import { BOUNDS, IsBoundedJson } from '../common/input-bounds';
 import type { Transaction } from '../database/database.types';
 import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { COLOR_PATTERN, DATA_SOURCE_SCOPES, DEFAULT_AGENT_COLOR, HANDLE_PATTERN, MAX_HANDLE_LENGTH, MAX_NAME_LENGTH } from './agents.dto';
@@ -24,13 +26,13 @@ import { AgentsRepository, type NewAgentRow } from './agents.repository';
 
 export class ToolRefFixture {
   @IsString() @IsNotEmpty() @MaxLength(MAX_NAME_LENGTH) name!: string;
-  @IsOptional() @IsString() connector_id?: string | null;
+  @IsOptional() @IsString() @MaxLength(BOUNDS.id) connector_id?: string | null;
 }
 
 export class DataSourceRefFixture {
-  @IsString() @IsNotEmpty() source_id!: string;
+  @IsString() @IsNotEmpty() @MaxLength(BOUNDS.id) source_id!: string;
   @IsIn(DATA_SOURCE_SCOPES) scope!: 'all' | 'selected';
-  @IsOptional() @IsArray() @IsString({ each: true }) documents?: string[];
+  @IsOptional() @IsArray() @ArrayMaxSize(BOUNDS.documentsPerSource) @IsString({ each: true }) @MaxLength(BOUNDS.id, { each: true }) documents?: string[];
 }
 
 /** An agent in a fixture: the Agent response fields plus what the API takes on create, plus `deleted_at`. */
@@ -40,20 +42,21 @@ export class AgentFixture {
   @IsString() @IsNotEmpty() @MaxLength(MAX_NAME_LENGTH) name!: string;
   @ValidateIf((o: AgentFixture) => o.instructions_html === undefined || o.instructions_html === null || o.instructions !== undefined)
   @IsString({ message: 'is required unless instructions_html is given' })
+  @MaxLength(BOUNDS.instructions)
   instructions?: string;
-  @IsOptional() @IsString() instructions_html?: string | null;
-  @IsOptional() @IsString() description?: string | null;
-  @IsOptional() @IsString() model?: string | null;
+  @IsOptional() @IsString() @MaxLength(BOUNDS.instructions) instructions_html?: string | null;
+  @IsOptional() @IsString() @MaxLength(BOUNDS.agentDescription) description?: string | null;
+  @IsOptional() @IsString() @MaxLength(BOUNDS.name) model?: string | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
   @IsOptional() @Matches(COLOR_PATTERN, { message: 'must be a hex color such as #rrggbb' }) color?: string | null;
-  @IsOptional() @IsString() avatar?: string | null;
+  @IsOptional() @IsString() @MaxLength(BOUNDS.url) avatar?: string | null;
   @IsOptional() @IsBoolean() include_system_prompt?: boolean;
-  @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => ToolRefFixture) tools?: ToolRefFixture[];
-  @IsOptional() @IsArray() @IsString({ each: true }) connectors?: string[];
-  @IsOptional() @IsArray() @IsString({ each: true }) sub_agents?: string[];
-  @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => DataSourceRefFixture) data_sources?: DataSourceRefFixture[];
-  @IsOptional() @IsObject() pending_trigger_hint?: Record<string, unknown> | null;
-  @IsOptional() @IsString() deactivated_reason?: string | null;
+  @IsOptional() @IsArray() @ArrayMaxSize(BOUNDS.agentTools) @ValidateNested({ each: true }) @Type(() => ToolRefFixture) tools?: ToolRefFixture[];
+  @IsOptional() @IsArray() @ArrayMaxSize(BOUNDS.agentRefs) @IsString({ each: true }) @MaxLength(BOUNDS.id, { each: true }) connectors?: string[];
+  @IsOptional() @IsArray() @ArrayMaxSize(BOUNDS.agentRefs) @IsString({ each: true }) @MaxLength(BOUNDS.id, { each: true }) sub_agents?: string[];
+  @IsOptional() @IsArray() @ArrayMaxSize(BOUNDS.agentRefs) @ValidateNested({ each: true }) @Type(() => DataSourceRefFixture) data_sources?: DataSourceRefFixture[];
+  @IsOptional() @IsObject() @IsBoundedJson() pending_trigger_hint?: Record<string, unknown> | null;
+  @IsOptional() @IsString() @MaxLength(BOUNDS.deactivatedReason) deactivated_reason?: string | null;
   @IsOptional() @IsISO8601() deactivated_at?: string | null;
   /** null: a live agent; a time: soft-deleted then (in the trash, purged 30 days later) */
   @IsOptional() @IsISO8601() deleted_at?: string | null;
@@ -142,7 +145,7 @@ export class AgentsFixtureSection extends RegisteredFixtureSection<NewAgentRow[]
     return rows;
   }
 
-  write(tx: Transaction, orgId: string, rows: NewAgentRow[]): Promise<void> {
-    return this.repository.upsertMany(orgId, rows, tx);
+  async write(tx: Transaction, orgId: string, rows: NewAgentRow[]): Promise<void> {
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'agent');
   }
 }

@@ -3,7 +3,7 @@ import { and, count, eq, isNull } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
-import { upsertOrgRow } from '../database/org-scoped-upsert';
+import { upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
 import { agents, orgs, type OrgLimits } from '../database/schema';
 import type { AgentRow } from './agents.mapper';
 
@@ -84,8 +84,12 @@ export class AgentsRepository {
       .where(and(eq(agents.orgId, orgId), eq(agents.id, id), isNull(agents.deletedAt)));
   }
 
-  /** Fixture load: upsert by id, never touching another organization's row. */
-  async upsertMany(orgId: string, rows: NewAgentRow[], tx: DbOrTx = this.db): Promise<void> {
-    for (const row of rows) await upsertOrgRow(tx, agents, orgId, row);
+  /**
+   * Fixture load: upsert by id, never touching another organization's row;
+   * returns the ids written. Rows go one by one: a fixture's agents may carry
+   * different column sets, which one multi-row statement would not keep apart.
+   */
+  upsertMany(orgId: string, rows: NewAgentRow[], tx: DbOrTx = this.db): Promise<string[]> {
+    return upsertOrgRowsOneByOne(tx, agents, orgId, rows);
   }
 }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { IsArray, IsBoolean, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { ApiError, ErrorCode } from '../common/api-error';
 import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { newId } from '../../libs/ids/ids';
@@ -47,6 +48,14 @@ export class ApiKeysFixtureSection extends RegisteredFixtureSection<ApiKeyInput[
   }
 
   async write(tx: Transaction, _orgId: string, inputs: ApiKeyInput[]): Promise<void> {
-    for (const input of inputs) await this.keys.create(input, tx);
+    for (const input of inputs) {
+      try {
+        await this.keys.create(input, tx);
+      } catch (error) {
+        // like every section: an id of another organization fails the whole load
+        if (error instanceof ApiError && error.code === ErrorCode.Conflict) throw new FixtureError(this.name, error.message);
+        throw error;
+      }
+    }
   }
 }

@@ -45,8 +45,9 @@ export class ApiKeysRepository {
     return this.byPrefix.execute({ prefix });
   }
 
-  async upsert(row: NewApiKeyRow, tx: DbOrTx = this.db): Promise<void> {
-    await tx
+  /** False when the id is a key of another organization (left untouched). */
+  async upsert(row: NewApiKeyRow, tx: DbOrTx = this.db): Promise<boolean> {
+    const written = await tx
       .insert(apiKeys)
       .values(row)
       .onConflictDoUpdate({
@@ -61,7 +62,9 @@ export class ApiKeysRepository {
         },
         // an id is never moved to another organization by an upsert
         setWhere: eq(apiKeys.orgId, row.orgId),
-      });
+      })
+      .returning({ id: apiKeys.id });
+    return written.length > 0;
   }
 
   listByOrg(orgId: string): Promise<ApiKeyRow[]> {

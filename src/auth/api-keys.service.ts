@@ -101,7 +101,7 @@ export class ApiKeysService implements OnModuleDestroy {
       throw ApiError.field('token', `must be ${API_KEY_PREFIX} followed by 32 to 128 URL-safe characters`);
     }
     const id = input.id ?? newId('key');
-    await this.repository.upsert(
+    const written = await this.repository.upsert(
       {
         id,
         orgId: input.orgId,
@@ -114,6 +114,7 @@ export class ApiKeysService implements OnModuleDestroy {
       },
       tx,
     );
+    if (!written) throw new ApiError(ErrorCode.Conflict, `key ${id} belongs to another organization`);
     return { id, token, scopes, org_id: input.orgId };
   }
 

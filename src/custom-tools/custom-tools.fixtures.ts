@@ -171,11 +171,12 @@ export class CustomToolsFixtureSection extends RegisteredFixtureSection<ParsedTo
       const generated = row.name === null;
       const name = row.name ?? (await this.service.freeToolName(orgId, row.label, tx));
       const id = (idGenerated && !generated ? await this.repository.findIdByName(orgId, name, tx) : null) ?? row.id!;
-      await this.repository.upsert(
+      const written = await this.repository.upsert(
         { ...row, id, orgId, name, credentialsCiphertext: this.service.encrypt(credentials, id) },
         tx,
         { keepName: generated },
       );
+      this.requireAllWritten([{ id }], written ? [id] : [], 'custom tool');
     }
   }
 }

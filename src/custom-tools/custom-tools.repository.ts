@@ -113,8 +113,9 @@ export class CustomToolsRepository {
   /**
    * Fixture upsert by id, scoped to the organization. `keepName`: a name the
    * fixture did not spell out never renames an existing tool (names are immutable).
+   * False when the id is another organization's.
    */
-  upsert(row: NewCustomToolRow, tx: DbOrTx = this.db, options: { keepName?: boolean } = {}): Promise<void> {
+  upsert(row: NewCustomToolRow, tx: DbOrTx = this.db, options: { keepName?: boolean } = {}): Promise<boolean> {
     const { id: _id, orgId, name: _name, ...rest } = row;
     return upsertOrgRow(tx, customTools, orgId, row, options.keepName ? rest : undefined);
   }

@@ -32,7 +32,8 @@ export async function upsertOrgRows<T extends OrgScopedTable>(
 /**
  * Fixture upsert of one row by id: an existing row of the organization takes
  * every column the new one gives (all but `id` and `org_id`, or `set` when
- * passed); a row of another organization is left untouched.
+ * passed); a row of another organization is left untouched, and the result
+ * is then false.
  */
 export async function upsertOrgRow<T extends OrgScopedTable>(
   tx: DbOrTx,
@@ -40,10 +41,24 @@ export async function upsertOrgRow<T extends OrgScopedTable>(
   orgId: string,
   row: T['$inferInsert'],
   set?: Record<string, unknown>,
-): Promise<void> {
+): Promise<boolean> {
   const { id: _id, orgId: _org, ...changes } = row as Record<string, unknown>;
-  await tx
+  const written = await tx
     .insert(table as PgTable)
     .values({ ...row, orgId })
-    .onConflictDoUpdate({ target: table.id, set: set ?? changes, setWhere: eq(table.orgId, orgId) });
+    .onConflictDoUpdate({ target: table.id, set: set ?? changes, setWhere: eq(table.orgId, orgId) })
+    .returning({ id: table.id });
+  return written.length > 0;
+}
+
+/** `upsertOrgRow` for several rows: the ids written (another organization's ids are missing). */
+export async function upsertOrgRowsOneByOne<T extends OrgScopedTable>(
+  tx: DbOrTx,
+  table: T,
+  orgId: string,
+  rows: Array<T['$inferInsert']>,
+): Promise<string[]> {
+  const written: string[] = [];
+  for (const row of rows) if (await upsertOrgRow(tx, table, orgId, row)) written.push((row as { id: string }).id);
+  return written;
 }

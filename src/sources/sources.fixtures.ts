@@ -126,12 +126,10 @@ export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource
         else if (existing && existing.id !== id) await this.repository.deleteWithDocuments(orgId, existing.id, tx);
         id ??= newId('source');
       }
-      await this.repository.upsert({ ...source, id: id!, orgId }, tx);
-      await this.repository.upsertDocuments(
-        orgId,
-        documents.map((doc) => ({ ...doc, orgId, sourceId: id! })),
-        tx,
-      );
+      const written = await this.repository.upsert({ ...source, id: id!, orgId }, tx);
+      this.requireAllWritten([{ id: id! }], written ? [id!] : [], 'source');
+      const rows = documents.map((doc) => ({ ...doc, orgId, sourceId: id! }));
+      this.requireAllWritten(rows, await this.repository.upsertDocuments(orgId, rows, tx), 'document');
     }
   }
 }

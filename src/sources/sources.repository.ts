@@ -4,7 +4,7 @@ import { newId } from '../../libs/ids/ids';
 import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
-import { upsertOrgRow } from '../database/org-scoped-upsert';
+import { upsertOrgRow, upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
 import { agents, documents, orgs, sources, type OrgLimits } from '../database/schema';
 import type { SourceRow } from './sources.mapper';
 
@@ -100,12 +100,13 @@ export class SourcesRepository {
     return rows.length;
   }
 
-  /** Fixture upsert by id, scoped to the organization. */
-  upsert(row: NewSourceRow, tx: DbOrTx): Promise<void> {
+  /** Fixture upsert by id, scoped to the organization: false when the id is another organization's. */
+  upsert(row: NewSourceRow, tx: DbOrTx): Promise<boolean> {
     return upsertOrgRow(tx, sources, row.orgId, row);
   }
 
-  async upsertDocuments(orgId: string, rows: NewDocumentRow[], tx: DbOrTx): Promise<void> {
-    for (const row of rows) await upsertOrgRow(tx, documents, orgId, row);
+  /** Returns the document ids written (another organization's ids are not). */
+  upsertDocuments(orgId: string, rows: NewDocumentRow[], tx: DbOrTx): Promise<string[]> {
+    return upsertOrgRowsOneByOne(tx, documents, orgId, rows);
   }
 }

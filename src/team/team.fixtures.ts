@@ -52,7 +52,7 @@ export class MembersFixtureSection extends RegisteredFixtureSection<NewMemberRow
     return rows;
   }
 
-  write(tx: Transaction, orgId: string, rows: NewMemberRow[]): Promise<void> {
-    return this.repository.upsertMany(orgId, rows, tx);
+  async write(tx: Transaction, orgId: string, rows: NewMemberRow[]): Promise<void> {
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'member');
   }
 }

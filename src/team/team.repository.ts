@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { desc, eq, sql } from 'drizzle-orm';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
-import { upsertOrgRow } from '../database/org-scoped-upsert';
+import { upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
 import { members } from '../database/schema';
 import type { MemberRow } from './team.mapper';
 
@@ -24,7 +24,8 @@ export class TeamRepository {
     return this.byOrg.execute({ orgId });
   }
 
-  async upsertMany(orgId: string, rows: NewMemberRow[], tx: DbOrTx = this.db): Promise<void> {
-    for (const row of rows) await upsertOrgRow(tx, members, orgId, row);
+  /** Fixture load: returns the ids written (another organization's ids are not). */
+  upsertMany(orgId: string, rows: NewMemberRow[], tx: DbOrTx = this.db): Promise<string[]> {
+    return upsertOrgRowsOneByOne(tx, members, orgId, rows);
   }
 }
