@@ -4,15 +4,15 @@ import { join } from 'node:path';
 import { randomUrlSafe } from '../libs/crypto/crypto';
 import { newId } from '../libs/ids/ids';
 import { FixtureError } from '../src/fixtures/fixture-registry';
+import { DEMO_ORG_ID } from '../src/fixtures/demo-fixture';
 import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
 import * as schema from '../src/database/schema';
 import { createTestApp, type TestApp } from './support/test-app';
 
 const demo = (file: string): unknown[] => JSON.parse(readFileSync(join(__dirname, '..', 'src', file), 'utf8')) as unknown[];
 
-function orgDocument(sections: Record<string, unknown>) {
+function orgDocument(sections: Record<string, unknown>, orgId = newId('org')) {
   const token = `svc_live_${randomUrlSafe(40)}`;
-  const orgId = newId('org');
   return {
     token,
     orgId,
@@ -46,7 +46,9 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
       conversations: demo('conversations/conversations.demo.json'),
       triggers: demo('triggers/triggers.demo.json'),
       chatbots: demo('chatbots/chatbots.demo.json'),
-    });
+      // the demo's ids are fixed and belong to the demo organization (on a shared
+      // test:pg database, test/demo-fixture.e2e-spec.ts loads them there too)
+    }, DEMO_ORG_ID);
     await loader.load(document);
     const auth = `Bearer ${token}`;
     const read = async () => ({
