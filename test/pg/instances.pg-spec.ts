@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import fc from 'fast-check';
@@ -15,8 +15,6 @@ import { createTestApp, type TestApp } from '../support/test-app';
  */
 const ROOT = join(__dirname, '..', '..');
 const JOURNAL = join(ROOT, 'src', 'database', 'migrations', 'meta', '_journal.json');
-/** features other branches bring: their tests run once the build has them, and say so when skipped */
-const built = (file: string) => existsSync(join(ROOT, 'dist', 'src', file));
 const NO_LIMITS = { agents: null, connectors: null, sources: null, chatbots: null, scheduled_triggers: null, custom_tool_slots: null };
 
 async function startRedis(): Promise<{ url: string; stop(): void } | null> {
@@ -138,20 +136,12 @@ describe('several instances on one PostgreSQL server', () => {
       // both instances have the key cached
       for (const instance of instances) expect((await get(instance, '/org', key.auth)).status).toBe(200);
 
-      if (built('cli/cli.js')) {
-        // as an operator would: the CLI is a process of its own, the servers learn of it from the database
-        const result = spawnSync(process.execPath, [join(ROOT, 'dist', 'src', 'cli', 'cli.js'), 'keys', 'revoke', key.id], {
-          env: { ...process.env, DATABASE_URL: databaseUrl },
-          encoding: 'utf8',
-        });
-        if (result.status !== 0) throw new Error(`keys revoke exited ${result.status}: ${result.stderr}`);
-      } else {
-        console.log('revocation: no CLI on this build; revoked_at is set directly, as `keys revoke` does');
-        const client = new Client({ connectionString: databaseUrl });
-        await client.connect();
-        await client.query('update api_keys set revoked_at = now() where id = $1', [key.id]);
-        await client.end();
-      }
+      // as an operator would: the CLI is a process of its own, the servers learn of it from the database
+      const result = spawnSync(process.execPath, [join(ROOT, 'dist', 'src', 'cli', 'cli.js'), 'keys', 'revoke', key.id], {
+        env: { ...process.env, DATABASE_URL: databaseUrl },
+        encoding: 'utf8',
+      });
+      if (result.status !== 0) throw new Error(`keys revoke exited ${result.status}: ${result.stderr}`);
       const revokedAt = Date.now();
 
       const bitAfter = await Promise.all(
@@ -183,11 +173,8 @@ describe('several instances on one PostgreSQL server', () => {
       // no plan cap may cut the burst short
       const writer = await createOrg((await app()).app, { limits: NO_LIMITS });
       const resource = await creatableResource(writer);
-      if (!resource) {
-        console.log('SIGTERM burst: skipped, the document has no POST collection with a GET /{id} to read writes back (none on this build)');
-        return;
-      }
-      const { path: createPath, variant } = resource;
+      expect(resource).not.toBeNull(); // the document has POST collections with a GET /{id} (agents, custom tools, sources)
+      const { path: createPath, variant } = resource!;
       for (const n of ['first', 'second']) expect((await post(instances[1], createPath, writer.auth, variant(n))).status).toBe(201);
 
       const victim = await startServer({ DATABASE_URL: databaseUrl, TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off' });
@@ -221,16 +208,9 @@ describe('several instances on one PostgreSQL server', () => {
   });
   describe('the same Idempotency-Key sent to both instances executes once', () => {
     it('returns the first response from the other instance, and 409 for another body', async () => {
-      if (!built('idempotency/idempotency.module.js')) {
-        console.log('idempotency across instances: skipped, no idempotency module on this build');
-        return;
-      }
       const writer = await createOrg((await app()).app, { limits: NO_LIMITS });
-      const resource = await creatableResource(writer);
-      if (!resource) {
-        console.log('idempotency across instances: skipped, the document has no POST collection with a GET /{id} (none on this build)');
-        return;
-      }
+      const resource = (await creatableResource(writer))!;
+      expect(resource).not.toBeNull();
       const key = `instances-${Date.now()}`;
       const first = await post(instances[0], resource.path, writer.auth, resource.variant('idem'), { 'Idempotency-Key': key });
       expect(first.status).toBe(201);
@@ -246,10 +226,6 @@ describe('several instances on one PostgreSQL server', () => {
 
   describe('rate limits are shared by the instances (REDIS_URL)', () => {
     it('counts requests to both instances against one per-minute budget', async () => {
-      if (!built('rate-limit/rate-limit.module.js')) {
-        console.log('shared rate limits: skipped, no rate-limit module on this build');
-        return;
-      }
       const redis = await startRedis();
       if (!redis) {
         console.log('shared rate limits: skipped, redis-server is not installed (apt-get install redis-server)');
@@ -284,31 +260,21 @@ describe('several instances on one PostgreSQL server', () => {
 
   describe('scheduled purges run on every instance without conflict', () => {
     it('removes expired idempotency records and agents past the trash window once, with no failure logged', async () => {
-      const idempotency = built('idempotency/idempotency-purge.job.js');
-      const trash = built('agents/agents-trash.scheduler.js');
-      if (!idempotency && !trash) {
-        console.log('purges across instances: skipped, neither purge job is on this build');
-        return;
-      }
       const owner = await createOrg((await app()).app);
       const client = new Client({ connectionString: databaseUrl });
       await client.connect();
       const agentIds = Array.from({ length: 50 }, (_, i) => `agent_${(0xa000000 + i).toString(16).padStart(24, '0')}`);
       try {
-        if (idempotency) {
-          await client.query(
-            `insert into idempotency_records (org_id, key, fingerprint, status, body, expires_at)
-             select $1, 'expired-' || g, 'f', 201, '{}'::jsonb, now() - interval '1 hour' from generate_series(1, 200) g`,
-            [owner.orgId],
-          );
-        }
-        if (trash) {
-          await client.query(
-            `insert into agents (id, org_id, handle, name, deleted_at)
-             select id, $1, 'trashed' || ord, 'Trashed', now() - interval '40 days' from unnest($2::text[]) with ordinality as t(id, ord)`,
-            [owner.orgId, agentIds],
-          );
-        }
+        await client.query(
+          `insert into idempotency_records (org_id, key, fingerprint, status, body, expires_at)
+           select $1, 'expired-' || g, 'f', 201, '{}'::json, now() - interval '1 hour' from generate_series(1, 200) g`,
+          [owner.orgId],
+        );
+        await client.query(
+          `insert into agents (id, org_id, handle, name, deleted_at)
+           select id, $1, 'trashed' || ord, 'Trashed', now() - interval '40 days' from unnest($2::text[]) with ordinality as t(id, ord)`,
+          [owner.orgId, agentIds],
+        );
         const env = { DATABASE_URL: databaseUrl, TRASH_PURGE_CRON: '* * * * * *', IDEMPOTENCY_PURGE_CRON: '* * * * * *' };
         const purgers = await Promise.all([startServer(env), startServer(env)]);
         try {
@@ -318,10 +284,10 @@ describe('several instances on one PostgreSQL server', () => {
             const records = Number((await client.query('select count(*) from idempotency_records where org_id = $1', [owner.orgId])).rows[0].count);
             const agents = Number((await client.query('select count(*) from agents where org_id = $1', [owner.orgId])).rows[0].count);
             left = { records, agents };
-            if ((!idempotency || records === 0) && (!trash || agents === 0)) break;
+            if (records === 0 && agents === 0) break;
             await new Promise((r) => setTimeout(r, 250));
           }
-          expect(left).toEqual({ records: idempotency ? 0 : left.records, agents: trash ? 0 : left.agents });
+          expect(left).toEqual({ records: 0, agents: 0 });
           // let a few more ticks run on both, then: no instance logged a failure or a conflict
           await new Promise((r) => setTimeout(r, 2_000));
           for (const purger of purgers) expect(purger.output()).not.toMatch(/"level":"(warn|error|fatal)"/);
