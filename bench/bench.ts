@@ -115,6 +115,8 @@ async function paced(base: string, path: BenchPath, ctx: BenchContext, rate: num
     counter.n += 1;
     const n = counter.n;
     const body = path.body?.(ctx, n);
+    // timed from when it was due, or from when it left if the timer let it go a little early
+    const from = Math.min(due, performance.now());
     pending.push(
       new Promise<void>((resolve) => {
         const req = request(
@@ -129,7 +131,7 @@ async function paced(base: string, path: BenchPath, ctx: BenchContext, rate: num
           (res) => {
             res.resume();
             res.on('end', () => {
-              latencies.push(performance.now() - due);
+              latencies.push(performance.now() - from);
               if ((res.statusCode ?? 0) >= 300) non2xx += 1;
               resolve();
             });
