@@ -95,6 +95,9 @@ describe('first run: embedded default + empty database → demo organization and
     expect(exit.code).toBe(0);
     expect(exit.stdout).toContain('shutting down');
     expect(exit.stdout).toContain('database closed');
+    // the in-flight request's own log line is out before the exit, with the path as received
+    const requestLine = exit.stdout.split('\n').find((line) => line.includes('"msg":"request"') && line.includes('"method":"POST"') && line.includes('"path":"/api/v1/org"'));
+    expect(requestLine).toContain('"status":404');
     expect(existsSync(`${pgliteDir}.lock`)).toBe(false); // released by the database close
   });
 });

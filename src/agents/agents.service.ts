@@ -190,6 +190,19 @@ export class AgentsService {
     });
     if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
 
+    if (isPlainUpdate(dto)) {
+      // nothing to check against the current row, no cascade: one UPDATE … RETURNING
+      // instead of BEGIN, SELECT … FOR UPDATE, UPDATE, COMMIT. The statement is
+      // atomic on its own; a concurrent PATCH or DELETE holding the row lock makes
+      // it wait, and it then re-checks `deleted_at IS NULL` (404 if trashed).
+      const changes = this.changesOf(dto, refs);
+      if (Object.keys(changes).length > 0) {
+        const updated = await this.withHandleConflict(() => this.repository.update(this.db, orgId, id, { ...changes, updatedAt: new Date() }));
+        if (!updated) throw agentNotFound();
+        return mapAgent(updated);
+      }
+    }
+
     const row = await this.withHandleConflict(() =>
       this.db.transaction(async (tx) => {
         // locked until commit: concurrent PATCH/DELETE of this agent (and their cascades) run one after the other
@@ -373,6 +386,25 @@ export class AgentsService {
       throw error;
     }
   }
+}
+
+/**
+ * A PATCH of plain fields only: no reference lists (checked against other
+ * tables and the plan's caps), no `is_active` (activation guard, cascades),
+ * and no `instructions`/`instructions_html` set to null (refused when the
+ * other one is null too, which needs the current row). Any of those takes
+ * the locked transaction.
+ */
+export function isPlainUpdate(dto: AgentUpdateDto): boolean {
+  return (
+    dto.tools === undefined &&
+    dto.connectors === undefined &&
+    dto.sub_agents === undefined &&
+    dto.data_sources === undefined &&
+    dto.is_active === undefined &&
+    dto.instructions !== null &&
+    dto.instructions_html !== null
+  );
 }
 
 export function agentNotFound(): ApiError {

@@ -23,7 +23,8 @@ export class ApiKeyGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
 
     const request = context.switchToHttp().getRequest<RequestContext>();
-    const auth = await this.keys.authenticate(request.headers.authorization);
+    // RateLimitGuard (registered first) has already authenticated a valid key on this request
+    const auth = request.auth ?? (await this.keys.authenticate(request.headers.authorization));
     request.auth = auth;
 
     const scope = this.reflector.getAllAndOverride<string | undefined>(REQUIRED_SCOPE, targets);

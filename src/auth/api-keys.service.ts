@@ -56,7 +56,8 @@ export function generateToken(): string {
 export class ApiKeysService implements OnModuleDestroy {
   private readonly cache = new Map<string, CachedKey>();
   private readonly inflight = new Map<string, Promise<CachedKey>>();
-  private readonly lastUsed = new Map<string, Date>();
+  /** key id → last use (epoch ms), batched; a Date is made only when flushed */
+  private readonly lastUsed = new Map<string, number>();
   private readonly flushTimer: NodeJS.Timeout;
 
   constructor(
@@ -85,7 +86,7 @@ export class ApiKeysService implements OnModuleDestroy {
     const key = entry.key;
     if (!key) throw unauthorized('The API key is not valid.');
     if (key.expiresAt && key.expiresAt.getTime() <= now) throw unauthorized('The API key has expired.');
-    this.lastUsed.set(key.id, new Date(now));
+    this.lastUsed.set(key.id, now);
     return { keyId: key.id, orgId: key.orgId, orgStatus: key.orgStatus, orgPlan: key.orgPlan, scopes: key.scopes };
   }
 
@@ -165,7 +166,7 @@ export class ApiKeysService implements OnModuleDestroy {
   /** Writes the batched last-used times (every few seconds, and at shutdown). */
   async flushLastUsed(): Promise<void> {
     if (this.lastUsed.size === 0) return;
-    const entries = [...this.lastUsed.entries()];
+    const entries: Array<[string, Date]> = [...this.lastUsed].map(([id, at]) => [id, new Date(at)]);
     this.lastUsed.clear();
     try {
       await this.repository.recordLastUsed(entries);

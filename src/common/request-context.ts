@@ -41,8 +41,9 @@ export function requestContextMiddleware(logger: AppLogger) {
     const ctx = req as RequestContext;
     ctx.requestId = resolveRequestId(req.headers['x-request-id']);
     res.setHeader(REQUEST_ID_HEADER, ctx.requestId);
+    // the URL as received: routing rewrites req.url (a 404 under the prefix logged "/org")
+    const url = req.url ?? '';
     res.on('finish', () => {
-      const url = req.url ?? '';
       const queryAt = url.indexOf('?');
       logger.info(
         {

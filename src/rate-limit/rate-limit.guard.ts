@@ -47,7 +47,8 @@ export function constrainingWindow(windows: WindowUsage[]): WindowUsage {
  * Registered BEFORE ApiKeyGuard: the limiter must also see requests that the
  * key guard rejects (401 bad key → the IP budget, so key guessing is
  * throttled; 403 → the key's budget). It resolves the key through
- * ApiKeysService's short-lived cache, which ApiKeyGuard then hits again.
+ * ApiKeysService's short-lived cache and leaves a valid caller on the
+ * request, where ApiKeyGuard finds it (one authentication per request).
  */
 @Injectable()
 export class RateLimitGuard extends ThrottlerGuard {
@@ -70,6 +71,8 @@ export class RateLimitGuard extends ThrottlerGuard {
     let tracker: string;
     let budget: RateLimitBudget;
     const auth = isPublic ? null : await this.keys.authenticate(request.headers.authorization).catch(() => null);
+    // ApiKeyGuard, next in line, takes the caller from here instead of hashing the token again
+    if (auth) request.auth = auth;
     if (auth) {
       tracker = `key:${auth.keyId}`;
       budget = this.config.rateLimitPlans[auth.orgPlan] ?? this.defaultBudget();
