@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { newId } from '../libs/ids/ids';
 import { FixtureError } from '../src/fixtures/fixture-registry';
+import { DEMO_ORG_ID } from '../src/fixtures/demo-fixture';
 import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
 import { AgentsTrashService } from '../src/agents/agents-trash.service';
 import { OrgsService } from '../src/orgs/orgs.service';
@@ -404,6 +405,9 @@ describe('fixture section agents', () => {
     const demo = JSON.parse(readFileSync(join(__dirname, '..', 'src', 'agents', 'agents.demo.json'), 'utf8')) as unknown[];
     expect(demo.length).toBeGreaterThanOrEqual(3);
     const doc = orgDoc(demo);
+    // the demo's ids are fixed and belong to the demo organization (on a shared
+    // test:pg database, test/demo-fixture.e2e-spec.ts loads them there too)
+    doc.orgs[0].id = DEMO_ORG_ID;
     await t.app.get(FixtureLoader).load(doc);
   });
 });
