@@ -1,4 +1,4 @@
-import { idTimestamp, isId, newId, newObjectIdHex, parseId } from './ids';
+import { idTimestamp, isId, newId, newObjectIdHex, parseId, smallestIdAt } from './ids';
 
 describe('id format', () => {
   it('generates <prefix>_<24 lowercase hex>', () => {
@@ -51,5 +51,22 @@ describe('parseId', () => {
   it('rejects non-strings', () => {
     expect(parseId('agent', 42)).toBeNull();
     expect(isId('agent', undefined)).toBe(false);
+  });
+});
+
+describe('smallestIdAt', () => {
+  it('sorts below every id of its second and above every id of the second before', () => {
+    const at = new Date('2024-05-06T07:08:09Z');
+    const seconds = at.getTime() / 1000;
+    const bound = smallestIdAt('conversation', seconds);
+    expect(bound).toBe(`conv_${seconds.toString(16)}0000000000000000`);
+    expect(idTimestamp(bound).toISOString()).toBe(at.toISOString());
+    expect(bound <= newId('conversation', at)).toBe(true);
+    expect(newId('conversation', new Date(at.getTime() - 1000)) < bound).toBe(true);
+  });
+
+  it('refuses seconds outside the 32-bit timestamp', () => {
+    expect(() => smallestIdAt('agent', -1)).toThrow(RangeError);
+    expect(() => smallestIdAt('agent', 0x100000000)).toThrow(RangeError);
   });
 });

@@ -61,6 +61,16 @@ export function parseId(kind: IdKind, value: unknown, options: { allowBare?: boo
   return null;
 }
 
+/**
+ * The smallest id of this kind whose timestamp is `seconds` (Unix): every id
+ * created at or after that second sorts at or above it, every earlier one
+ * below. For keyset bounds by creation time.
+ */
+export function smallestIdAt(kind: IdKind, seconds: number): string {
+  if (!Number.isInteger(seconds) || seconds < 0 || seconds > 0xffffffff) throw new RangeError('seconds out of the id range');
+  return `${ID_PREFIXES[kind]}_${seconds.toString(16).padStart(8, '0')}${'0'.repeat(16)}`;
+}
+
 /** Seconds timestamp encoded in an id (prefixed or bare). */
 export function idTimestamp(id: string): Date {
   const hex = id.slice(id.length - 24);

@@ -90,10 +90,6 @@ export class ApiKeysService implements OnModuleDestroy {
     return { keyId: key.id, orgId: key.orgId, orgStatus: key.orgStatus, orgPlan: key.orgPlan, scopes: key.scopes };
   }
 
-  /** Forget every cached key (tests; an operator revoking through the CLI in-process). */
-  clearCache(): void {
-    this.cache.clear();
-  }
 
   async create(input: ApiKeyInput, tx?: DbOrTx): Promise<CreatedKey> {
     const scopes = validateScopes(input.scopes);

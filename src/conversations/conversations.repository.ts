@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { smallestIdAt } from '../../libs/ids/ids';
 import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, lt, lte, ne, or, sql, type SQL } from 'drizzle-orm';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import { orgScopedById } from '../database/org-scoped-reads';
@@ -144,7 +145,7 @@ export class ConversationsRepository {
         .limit(fetch);
     const seconds = bound ? Math.floor(Date.parse(bound.at) / 1000) + 1 : 0;
     if (!bound || seconds > 0xffffffff) return select(where);
-    const boundId = `conv_${Math.max(0, seconds).toString(16).padStart(8, '0')}${'0'.repeat(16)}`;
+    const boundId = smallestIdAt('conversation', Math.max(0, seconds));
     return select([...where, lt(c.id, boundId)])
       .unionAll(select([...where, gte(c.id, boundId), bound.early]))
       .orderBy(desc(c.id))
