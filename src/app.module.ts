@@ -17,6 +17,7 @@ import type { AppConfig } from './config/config';
 import type { DatabaseConnection } from './database/connection';
 import { DatabaseModule } from './database/database.module';
 import { FixturesModule } from './fixtures/fixtures.module';
+import { HotRoutesModule } from './hot-routes/hot-routes.module';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { MetaModule } from './meta/meta.module';
@@ -49,6 +50,7 @@ export class AppModule {
         AuthModule,
         RateLimitModule,
         IdempotencyModule,
+        HotRoutesModule,
         MetaModule,
         FixturesModule,
         OrgsModule,

@@ -1,5 +1,6 @@
 import type { INestApplication, NestApplicationOptions } from '@nestjs/common';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { HotRouteDispatcher } from './hot-routes/hot-route.dispatcher';
 import { ErrorCode } from './common/api-error';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
@@ -17,8 +18,15 @@ export const APP_OPTIONS: NestApplicationOptions = { rawBody: true, bodyParser: 
  * The one file that knows the HTTP platform is Express. Everything else works
  * through Nest's abstractions and Node's own request/response types.
  */
-export function configureApp(app: INestApplication, logger: AppLogger): void {
+export interface ConfigureOptions {
+  /** serve `@HotRoute` point reads on the hot path (default); tests compare both paths */
+  hotRoutes?: boolean;
+}
+
+export function configureApp(app: INestApplication, logger: AppLogger, options: ConfigureOptions = {}): void {
   const express = app as NestExpressApplication;
+  // in front of Express: plain point reads never enter the router (see HotRouteDispatcher)
+  if (options.hotRoutes !== false) app.get(HotRouteDispatcher).install(app.getHttpServer() as Server);
   // request id first, so that parser errors and unknown routes carry it too
   express.use(requestContextMiddleware(logger));
   express.use(outsideApiPrefixNotFound);

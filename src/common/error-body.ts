@@ -1,6 +1,7 @@
 import { HttpException } from '@nestjs/common';
 import { ApiError, ErrorCode } from './api-error';
 import { translateDatabaseError } from './database-errors';
+import type { AppLogger } from './logger';
 
 interface BodyParserError {
   type: string;
@@ -74,6 +75,30 @@ export function frameworkApiError(exception: unknown): ApiError | null {
 export function knownApiError(exception: unknown): ApiError | null {
   if (exception instanceof ApiError) return exception;
   return frameworkApiError(exception) ?? translateDatabaseError(exception);
+}
+
+/**
+ * The API error a thrown value is answered with. Unexpected errors are logged
+ * (with the request id, never request data) and become 500 `internal_error`;
+ * an unreachable database is logged as a warning and becomes 503. Used by the
+ * exception filter and the hot-route dispatcher.
+ */
+export function resolveApiError(exception: unknown, requestId: string, logger: AppLogger): ApiError {
+  if (exception instanceof ApiError) return exception;
+
+  const framework = frameworkApiError(exception);
+  if (framework) return framework;
+
+  const translated = translateDatabaseError(exception);
+  if (translated) {
+    if (translated.code === ErrorCode.ServiceUnavailable) {
+      logger.warn({ request_id: requestId, err: summarizeError(exception) }, 'database unavailable');
+    }
+    return translated;
+  }
+
+  logger.error({ request_id: requestId, err: summarizeError(exception) }, 'unhandled error');
+  return new ApiError(ErrorCode.InternalError, 'An unexpected error occurred.');
 }
 
 /** Message, code and stack only: never request data that might carry a secret. */

@@ -31,33 +31,41 @@ export function resolveRequestId(incoming: string | string[] | undefined): strin
 }
 
 /**
- * First middleware of the chain: assigns the request id before routing, so
- * every response, unknown routes and parser errors included, carries it, and
- * logs one line per request when the response is finished.
+ * Starts a request: assigns the request id before routing, so every
+ * response, unknown routes and parser errors included, carries it, and logs
+ * one line when the response is finished. Idempotent: a request the hot-route
+ * dispatcher began and then handed to the full pipeline is begun once.
  */
+export function beginRequest(req: IncomingMessage, res: ServerResponse, logger: AppLogger): RequestContext {
+  const ctx = req as RequestContext;
+  if (ctx.requestId !== undefined) return ctx;
+  const started = process.hrtime.bigint();
+  ctx.requestId = resolveRequestId(req.headers['x-request-id']);
+  res.setHeader(REQUEST_ID_HEADER, ctx.requestId);
+  // the URL as received: routing rewrites req.url (a 404 under the prefix logged "/org")
+  const url = req.url ?? '';
+  res.on('finish', () => {
+    const queryAt = url.indexOf('?');
+    logger.info(
+      {
+        request_id: ctx.requestId,
+        method: req.method,
+        path: queryAt === -1 ? url : url.slice(0, queryAt),
+        status: res.statusCode,
+        duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
+        org_id: ctx.auth?.orgId,
+        key_id: ctx.auth?.keyId,
+      },
+      'request',
+    );
+  });
+  return ctx;
+}
+
+/** First middleware of the chain: {@link beginRequest}. */
 export function requestContextMiddleware(logger: AppLogger) {
   return (req: IncomingMessage, res: ServerResponse, next: () => void): void => {
-    const started = process.hrtime.bigint();
-    const ctx = req as RequestContext;
-    ctx.requestId = resolveRequestId(req.headers['x-request-id']);
-    res.setHeader(REQUEST_ID_HEADER, ctx.requestId);
-    // the URL as received: routing rewrites req.url (a 404 under the prefix logged "/org")
-    const url = req.url ?? '';
-    res.on('finish', () => {
-      const queryAt = url.indexOf('?');
-      logger.info(
-        {
-          request_id: ctx.requestId,
-          method: req.method,
-          path: queryAt === -1 ? url : url.slice(0, queryAt),
-          status: res.statusCode,
-          duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
-          org_id: ctx.auth?.orgId,
-          key_id: ctx.auth?.keyId,
-        },
-        'request',
-      );
-    });
+    beginRequest(req, res, logger);
     next();
   };
 }

@@ -11,7 +11,7 @@ import type { ServerResponse } from 'node:http';
 import { ApiKeysService } from '../auth/api-keys.service';
 import { PUBLIC_ROUTE } from '../auth/auth.decorators';
 import { ApiError, ErrorCode } from '../common/api-error';
-import type { RequestContext } from '../common/request-context';
+import type { AuthContext, RequestContext } from '../common/request-context';
 import { APP_CONFIG, type AppConfig, type RateLimitBudget } from '../config/config';
 import type { RateLimitStorage, RateWindow, WindowUsage } from './rate-limit.storage';
 
@@ -65,20 +65,31 @@ export class RateLimitGuard extends ThrottlerGuard {
   override async canActivate(context: ExecutionContext): Promise<boolean> {
     if (context.getType() !== 'http') return true;
     const { req, res } = this.getRequestResponse(context);
-    const request = req as RequestContext;
+    const request = req as unknown as RequestContext;
 
     const isPublic = this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, [context.getHandler(), context.getClass()]);
-    let tracker: string;
-    let budget: RateLimitBudget;
     const auth = isPublic ? null : await this.keys.authenticate(request.headers.authorization).catch(() => null);
     // ApiKeyGuard, next in line, takes the caller from here instead of hashing the token again
     if (auth) request.auth = auth;
+    await this.consume(request, res as unknown as ServerResponse, auth);
+    return true;
+  }
+
+  /**
+   * Counts one request against the caller's budget (the key's, or the client
+   * IP's when `auth` is null) and sets the rate-limit headers; throws 429
+   * `rate_limited` when the budget is spent. Also called by the hot-route
+   * dispatcher, so both paths count and answer alike.
+   */
+  async consume(request: RequestContext, response: ServerResponse, auth: AuthContext | null): Promise<void> {
+    let tracker: string;
+    let budget: RateLimitBudget;
     if (auth) {
       tracker = `key:${auth.keyId}`;
       budget = this.config.rateLimitPlans[auth.orgPlan] ?? this.defaultBudget();
     } else {
       // the 401 itself is ApiKeyGuard's to answer; here the attempt is counted per IP
-      tracker = `ip:${await this.getTracker(req)}`;
+      tracker = `ip:${await this.getTracker(request as unknown as Record<string, unknown>)}`;
       budget = this.defaultBudget();
     }
 
@@ -91,6 +102,7 @@ export class RateLimitGuard extends ThrottlerGuard {
 
     const shown = constrainingWindow(usage);
     const resetsInSeconds = Math.max(1, Math.ceil(shown.resetsInMs / 1000));
+    const res = response as unknown as Record<string, unknown>;
     this.setResponseHeader(res, RATE_LIMIT_HEADERS.limit, shown.limit);
     this.setResponseHeader(res, RATE_LIMIT_HEADERS.remaining, Math.max(0, shown.limit - shown.hits));
     this.setResponseHeader(res, RATE_LIMIT_HEADERS.reset, Math.ceil((Date.now() + shown.resetsInMs) / 1000));
@@ -102,7 +114,6 @@ export class RateLimitGuard extends ThrottlerGuard {
         { 'Retry-After': String(resetsInSeconds) },
       );
     }
-    return true;
   }
 
   protected override async getTracker(req: Record<string, unknown>): Promise<string> {

@@ -80,7 +80,14 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}, options:
     .compile();
   const app = moduleRef.createNestApplication(APP_OPTIONS);
   configureApp(app, logger);
-  await app.init();
+  try {
+    await app.init();
+  } catch (error) {
+    // an app that refuses to start (tests of start-up checks) must not keep its database open
+    await app.close().catch(() => undefined);
+    await connection.close().catch(() => undefined);
+    throw error;
+  }
   return {
     app,
     http: request(app.getHttpServer()),
