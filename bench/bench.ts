@@ -1,10 +1,10 @@
 import autocannon, { type Result } from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { mkdtempSync, openSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,8 +25,30 @@ interface Measure {
   rps: number;
   p50: number;
   p99: number;
+  /** process CPU (user + system, every thread) per request in the fixed-rate phase, µs; NaN where /proc is missing */
+  cpuUs: number;
   non2xx: number;
   errors: number;
+}
+
+const CLOCK_TICKS_PER_SECOND = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** utime + stime of a process, in µs (Linux /proc), or NaN. */
+function cpuTimeUs(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // the fields after the command name (which may hold spaces) in parentheses
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return NaN;
+  }
 }
 type Target = 'service' | 'baseline (a) memory' | 'baseline (b) data';
 
@@ -98,7 +120,7 @@ function run(base: string, path: BenchPath, ctx: BenchContext, options: { connec
  * sample above 1 ms with synthetic ones (expected interval ceil(1/rate) =
  * 1 ms), which measured queueing behind the burst, not the service.
  */
-async function paced(base: string, path: BenchPath, ctx: BenchContext, rate: number, seconds: number, counter: { n: number }): Promise<Omit<Measure, 'rps'>> {
+async function paced(base: string, path: BenchPath, ctx: BenchContext, rate: number, seconds: number, counter: { n: number }): Promise<Omit<Measure, 'rps' | 'cpuUs'>> {
   const url = new URL(base);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   const interval = 1000 / rate;
@@ -152,14 +174,18 @@ async function paced(base: string, path: BenchPath, ctx: BenchContext, rate: num
   return { p50: at(0.5), p99: at(0.99), non2xx, errors };
 }
 
-async function measure(base: string, path: BenchPath, ctx: BenchContext, counter: { n: number }): Promise<Measure> {
+async function measure(server: { base: string; child: ChildProcess }, path: BenchPath, ctx: BenchContext, counter: { n: number }): Promise<Measure> {
+  const { base } = server;
   await run(base, path, ctx, { connections: 10, duration: 1 }, counter); // warm-up (JIT, caches, prepared statements)
   const load = await run(base, path, ctx, { connections: 50, duration: SECONDS }, counter);
+  const cpuBefore = cpuTimeUs(server.child.pid);
   const fixed = await paced(base, path, ctx, RATE, SECONDS, counter);
+  const cpuUs = (cpuTimeUs(server.child.pid) - cpuBefore) / Math.round(RATE * SECONDS);
   return {
     rps: load.requests.average,
     p50: fixed.p50,
     p99: fixed.p99,
+    cpuUs,
     non2xx: load.non2xx + fixed.non2xx,
     errors: load.errors + load.timeouts + fixed.errors,
   };
@@ -212,7 +238,7 @@ async function main(): Promise<void> {
     }
     for (const path of available) {
       console.log(`bench: service ${path.name}`);
-      results.set(path.name, { service: await measure(service.base, path, ctx, counter) });
+      results.set(path.name, { service: await measure(service, path, ctx, counter) });
     }
     await stop(service.child);
 
@@ -220,7 +246,7 @@ async function main(): Promise<void> {
     const data = await start('baseline (b)', 'dist/bench/baseline-data.js', dbEnv, logFile);
     for (const path of available) {
       console.log(`bench: baseline (b) ${path.name}`);
-      results.get(path.name)!['baseline (b) data'] = await measure(data.base, path, ctx, counter);
+      results.get(path.name)!['baseline (b) data'] = await measure(data, path, ctx, counter);
     }
     await stop(data.child);
 
@@ -230,7 +256,7 @@ async function main(): Promise<void> {
     const memory = await start('baseline (a)', 'dist/bench/baseline-memory.js', { BENCH_BODIES: bodiesFile }, logFile);
     for (const path of available) {
       console.log(`bench: baseline (a) ${path.name}`);
-      results.get(path.name)!['baseline (a) memory'] = await measure(memory.base, path, ctx, counter);
+      results.get(path.name)!['baseline (a) memory'] = await measure(memory, path, ctx, counter);
     }
     await stop(memory.child);
 
@@ -241,20 +267,21 @@ async function main(): Promise<void> {
 }
 
 function report(engine: string, paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>, elapsedMs: number): void {
-  const cpu = cpus();
+  const cores = cpus();
   console.log(`\n## ${engine === 'postgres' ? 'PostgreSQL server (DATABASE_URL)' : 'embedded PGlite'}: ${AGENTS} agents, ${CONVERSATIONS} conversations`);
-  console.log(`machine: ${cpu.length} × ${cpu[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}; load average before the report ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  console.log(`req/s: 50 connections for ${SECONDS} s; latency: one request every ${1000 / RATE} ms (open loop, timed from when it was due) for ${SECONDS} s (ms)\n`);
-  console.log('| path | service req/s | (b) data req/s | (a) memory req/s | service / (b) | service / (a) | service p50 | service p99 | (b) p50 / p99 | (a) p50 / p99 | non-2xx |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log(`machine: ${cores.length} × ${cores[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}; load average before the report ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`req/s: 50 connections for ${SECONDS} s; latency: one request every ${1000 / RATE} ms (open loop, timed from when it was due) for ${SECONDS} s (ms); CPU: the server process's user + system time per request in that phase (µs)\n`);
+  console.log('| path | service req/s | (b) data req/s | (a) memory req/s | service / (b) | service / (a) | service p50 | service p99 | (b) p50 / p99 | (a) p50 / p99 | CPU µs/req service / (b) / (a) | non-2xx |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   const fmt = (n: number | undefined) => (n === undefined ? '–' : n >= 100 ? n.toFixed(0) : n.toFixed(1));
+  const cpu = (us: number | undefined) => (us === undefined || Number.isNaN(us) ? '–' : us.toFixed(0));
   for (const path of paths) {
     const r = results.get(path.name)!;
     const s = r.service!;
     const b = r['baseline (b) data'];
     const a = r['baseline (a) memory'];
     console.log(
-      `| ${path.name} | ${fmt(s.rps)} | ${fmt(b?.rps)} | ${fmt(a?.rps)} | ${b ? (s.rps / b.rps).toFixed(2) : '–'} | ${a ? (s.rps / a.rps).toFixed(2) : '–'} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(b?.p50)} / ${fmt(b?.p99)} | ${fmt(a?.p50)} / ${fmt(a?.p99)} | ${s.non2xx + s.errors} |`,
+      `| ${path.name} | ${fmt(s.rps)} | ${fmt(b?.rps)} | ${fmt(a?.rps)} | ${b ? (s.rps / b.rps).toFixed(2) : '–'} | ${a ? (s.rps / a.rps).toFixed(2) : '–'} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(b?.p50)} / ${fmt(b?.p99)} | ${fmt(a?.p50)} / ${fmt(a?.p99)} | ${cpu(s.cpuUs)} / ${cpu(b?.cpuUs)} / ${cpu(a?.cpuUs)} | ${s.non2xx + s.errors} |`,
     );
   }
   console.log('\ntargets (issue 7):');
