@@ -11,6 +11,7 @@ import { Pool } from 'pg';
 import { packageRoot } from '../common/package-root';
 import type { AppConfig } from '../config/config';
 import type { Database } from './database.types';
+import { drizzlePgliteClient } from './pglite-client';
 import { PgliteDirectoryLock } from './pglite-lock';
 import * as schema from './schema';
 
@@ -53,13 +54,13 @@ export class DatabaseConnection {
 
   /** Wraps an existing PGlite (tests hand in a copy of a migrated template). */
   static fromPglite(client: PGlite, onClose: () => Promise<void> = () => client.close()): DatabaseConnection {
-    const db = drizzlePglite(client, { schema }) as unknown as Database;
+    const drizzleDb = drizzlePglite({ client: drizzlePgliteClient(client), schema });
     return new DatabaseConnection(
       'pglite',
-      db,
+      drizzleDb as unknown as Database,
       onClose,
       async () => {
-        await migratePglite(drizzlePglite(client, { schema }), { migrationsFolder: migrationsFolder() });
+        await migratePglite(drizzleDb, { migrationsFolder: migrationsFolder() });
       },
       client,
     );
