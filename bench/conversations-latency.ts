@@ -8,6 +8,7 @@
 import 'reflect-metadata';
 import { PGlite } from '@electric-sql/pglite';
 import { NestFactory } from '@nestjs/core';
+import { fillPlaceholders } from 'drizzle-orm';
 import { newId } from '../libs/ids/ids';
 import type { ConversationFilters } from '../src/conversations/conversations.filters';
 import { AppModule } from '../src/app.module';
@@ -95,8 +96,9 @@ async function main(): Promise<void> {
       times.push(performance.now() - started);
     }
     times.sort((a, b) => a - b);
-    const query = repository.listQuery(orgId, filters, null, 26).toSQL();
-    const plan = await client.query<{ 'QUERY PLAN': string }>(`explain (analyze, costs off) ${query.sql}`, query.params as unknown[]);
+    const { build, values } = repository.listQuery(orgId, filters, null, 26);
+    const query = build().toSQL();
+    const plan = await client.query<{ 'QUERY PLAN': string }>(`explain (analyze, costs off) ${query.sql}`, fillPlaceholders(query.params, values));
     const lines = plan.rows.map((row) => row['QUERY PLAN']);
     const scans = [...new Set(lines.flatMap((line) => /(Seq Scan|Index Only Scan Backward|Index Scan Backward|Index Only Scan|Index Scan|Bitmap Index Scan|Bitmap Heap Scan)(?: using (\w+))?/.exec(line)?.slice(1, 3).filter(Boolean).join(' ') ?? []))];
     const pct = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))].toFixed(2).padStart(5);

@@ -3,6 +3,7 @@ import { newId } from '../libs/ids/ids';
 import { createOrg, type TestOrg } from './support/factories';
 import { insertAgent, insertConversation } from './support/readside-rows';
 import { createTestApp, type TestApp } from './support/test-app';
+import { ConversationsRepository } from '../src/conversations/conversations.repository';
 
 const SUMMARY_KEYS = [
   'agent_id',
@@ -399,6 +400,47 @@ describe('Conversations', () => {
         expect(res.body.error.code).toBe('not_found');
       }
       expect(ids(await list(orgA, '?ticket_id=shared'))).toEqual([id]);
+    });
+  });
+
+  describe('prepared list statements, one per filter shape', () => {
+    it('reuses one statement per plan-stable shape across values, organizations and pages, with the right rows', async () => {
+      const repository = t.app.get(ConversationsRepository);
+      const [orgA, orgB] = [await createOrg(t.app), await createOrg(t.app)];
+      const agentA = await insertAgent(t.connection.db, orgA.orgId);
+      const agentB = await insertAgent(t.connection.db, orgB.orgId);
+      const a1 = await insertConversation(t.connection.db, orgA.orgId, { agentId: agentA, source: 'dashboard' });
+      const a2 = await insertConversation(t.connection.db, orgA.orgId, { agentId: agentA, source: 'dashboard' });
+      await insertConversation(t.connection.db, orgA.orgId, { agentId: agentA, source: 'embed' });
+      const b1 = await insertConversation(t.connection.db, orgB.orgId, { agentId: agentB, source: 'dashboard' });
+      const before = repository.preparedShapes().length;
+
+      const first = await list(orgA, `?agent_id=${agentA}&source=dashboard&limit=1`);
+      expect(ids(first)).toEqual([a2]);
+      const next = await list(orgA, `?agent_id=${agentA}&source=dashboard&limit=1&cursor=${first.body.meta.next_cursor}`);
+      expect(ids(next)).toEqual([a1]);
+      expect(ids(await list(orgB, `?agent_id=${agentB}&source=dashboard`))).toEqual([b1]);
+      // another organization's agent id in the same shape: nothing
+      expect(ids(await list(orgB, `?agent_id=${agentA}&source=dashboard`))).toEqual([]);
+      // two shapes: the first page, and a page after a cursor
+      expect(repository.preparedShapes().length - before).toBeLessThanOrEqual(2);
+      const shapes = repository.preparedShapes();
+      expect(shapes).toContain('source,agentId,unsplit');
+      expect(shapes).toContain('source,agentId,afterId,unsplit');
+    });
+
+    it('leaves shapes whose best plan depends on the values to be planned per request', async () => {
+      const repository = t.app.get(ConversationsRepository);
+      const org = await createOrg(t.app);
+      const hit = await insertConversation(t.connection.db, org.orgId, { title: 'Refund for order 7', metadata: { channel: 'email' } });
+      const queries = ['?q=refund', '?metadata[channel]=email', '?ticket_id=7', '?created_after=2000-01-01T00:00:00Z', '?created_before=2100-01-01T00:00:00Z'];
+      for (const query of queries) {
+        const res = await list(org, query);
+        expect(res.status).toBe(200);
+        if (query !== '?ticket_id=7') expect(ids(res)).toEqual([hit]);
+      }
+      const valueDependent = /^(q|metadata\d+x\d+|ticketId|createdAfter|createdBefore|lastMessageAfter|lastMessageBefore|split:.*)$/;
+      for (const shape of repository.preparedShapes()) expect(shape.split(',').filter((term) => valueDependent.test(term))).toEqual([]);
     });
   });
 });

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import { smallestIdAt } from '../../libs/ids/ids';
 import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, lt, lte, ne, or, sql, type SQL } from 'drizzle-orm';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
@@ -33,13 +34,70 @@ export function likeContains(text: string): string {
 }
 
 /** A metadata value given as a string also matches the same scalar stored as a number or boolean. */
-function metadataMatch(key: string, value: string): SQL {
+function metadataAlternatives(value: string): unknown[] {
   const alternatives: unknown[] = [value];
   if (/^-?(0|[1-9]\d{0,14})(\.\d+)?$/.test(value)) alternatives.push(Number(value));
   if (value === 'true' || value === 'false') alternatives.push(value === 'true');
-  const conditions = alternatives.map((alt) => sql`${conversations.metadata} @> ${JSON.stringify({ [key]: alt })}::jsonb`);
-  return conditions.length === 1 ? conditions[0] : or(...conditions)!;
+  return alternatives;
 }
+
+/**
+ * One predicate of the list query: its part of the shape key, its SQL
+ * (placeholders only) and their values. `planStable`: PostgreSQL's generic
+ * plan for it (planned once, without the values) is the plan it makes with
+ * the values; false where the best plan depends on the value (ranges, the
+ * ticket and metadata containment, q), whose generic plans measured 15–29 ms
+ * against 0.2–0.4 ms (docs/decisions.md).
+ */
+interface ListTerm {
+  shape: string;
+  condition: () => SQL;
+  values?: Record<string, unknown>;
+  planStable: boolean;
+}
+
+const placeholder = (name: string) => sql.placeholder(name);
+
+/** The predicates for these filters, in a fixed order, so that equal shapes build equal SQL. */
+function listTerms(filters: ConversationFilters, afterId: string | null): ListTerm[] {
+  const c = conversations;
+  const terms: ListTerm[] = [];
+  const add = (shape: string, condition: () => SQL, values?: Record<string, unknown>, planStable = true) => terms.push({ shape, condition, values, planStable });
+  const compare = (shape: string, value: unknown, condition: (p: ReturnType<typeof placeholder>) => SQL, planStable = true) =>
+    add(shape, () => condition(placeholder(shape)), { [shape]: value }, planStable);
+  // timestamps go in as ISO text: a placeholder's value bypasses drizzle's column mapping
+  const iso = (text: string) => new Date(text).toISOString();
+
+  // spec: sub-agent runs are returned only when source=sub-agent is passed explicitly
+  if (filters.source) compare('source', filters.source, (p) => eq(c.source, p));
+  else add('not_sub_agent', () => ne(c.source, 'sub-agent'));
+  if (filters.agentId) compare('agentId', filters.agentId, (p) => eq(c.agentId, p));
+  if (filters.model) compare('model', filters.model, (p) => eq(c.model, p));
+  if (filters.parentConversationId) compare('parentConversationId', filters.parentConversationId, (p) => eq(c.parentConversationId, p));
+  if (filters.conversationNumber !== undefined) compare('conversationNumber', filters.conversationNumber, (p) => eq(c.conversationNumber, p));
+  if (filters.createdAfter) compare('createdAfter', iso(filters.createdAfter), (p) => gte(c.createdAt, p), false);
+  if (filters.createdBefore) compare('createdBefore', iso(filters.createdBefore), (p) => lte(c.createdAt, p), false);
+  if (filters.lastMessageAfter) compare('lastMessageAfter', iso(filters.lastMessageAfter), (p) => gte(c.lastMessageAt, p), false);
+  if (filters.lastMessageBefore) compare('lastMessageBefore', iso(filters.lastMessageBefore), (p) => lte(c.lastMessageAt, p), false);
+  if (filters.ticketId !== undefined) compare('ticketId', filters.ticketId, (p) => sql`${c.ticketIds} @> array[${p}]::text[]`, false);
+  Object.entries(filters.metadata ?? {}).forEach(([key, value], i) => {
+    // the key travels inside the JSON value: only the number of alternatives shapes the SQL
+    const alternatives = metadataAlternatives(value);
+    const names = alternatives.map((_, j) => `metadata${i}_${j}`);
+    const values = Object.fromEntries(alternatives.map((alt, j) => [names[j], JSON.stringify({ [key]: alt })]));
+    add(`metadata${i}x${names.length}`, () => or(...names.map((name) => sql`${c.metadata} @> ${placeholder(name)}::jsonb`))!, values, false);
+  });
+  // backslash is LIKE's default escape character; without an ESCAPE clause the trigram index applies
+  if (filters.q !== undefined) compare('q', likeContains(filters.q), (p) => sql`${c.title} ilike ${p}`, false);
+  // literal predicates (not parameters), so the partial indexes `where is_simulation` / `where is_onboarding` match
+  if (filters.isSimulation !== undefined) add(`simulation:${filters.isSimulation}`, () => (filters.isSimulation ? sql`${c.isSimulation}` : sql`not ${c.isSimulation}`));
+  if (filters.isOnboarding !== undefined) add(`onboarding:${filters.isOnboarding}`, () => (filters.isOnboarding ? sql`${c.isOnboarding}` : sql`not ${c.isOnboarding}`));
+  if (afterId !== null) compare('afterId', afterId, (p) => lt(c.id, p));
+  return terms;
+}
+
+/** Named list statements kept per process (each exists on every pooled connection that ran it). */
+const MAX_PREPARED_SHAPES = 128;
 
 /** The columns a fixture re-seed overwrites on an existing conversation. */
 const FIXTURE_COLUMNS = [
@@ -67,6 +125,8 @@ export class ConversationsRepository {
   private readonly byId;
   private readonly byIdWithPayload;
   private readonly messagesOf;
+  /** prepared list statements by filter shape */
+  private readonly listStatements = new Map<string, { execute(values: Record<string, unknown>): Promise<ConversationSummaryRow[]> }>();
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
     this.byId = orgScopedById(db, conversations, 'conversation_detail', { columns: summaryColumns });
@@ -112,13 +172,36 @@ export class ConversationsRepository {
     return rows.flatMap((row) => (row.message?.id ? [row.message as MessageViewRow] : []));
   }
 
-  /** Newest first, keyset on id; every filter maps to an indexed predicate (see docs/decisions.md). */
+  /**
+   * Newest first, keyset on id; every filter maps to an indexed predicate (see
+   * docs/decisions.md). A filter shape (which filters, not their values)
+   * whose predicates all plan alike whatever the values is a prepared
+   * statement: drizzle builds its SQL once, and PostgreSQL parses it once per
+   * connection and may keep one generic plan. Other shapes are built per
+   * request, so PostgreSQL plans them with their values. At most
+   * `MAX_PREPARED_SHAPES` are kept (each is a named statement on every pooled
+   * connection); shapes beyond that are built per request too.
+   */
   list(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[]> {
-    return this.listQuery(orgId, filters, afterId, fetch);
+    const plan = this.listQuery(orgId, filters, afterId, fetch);
+    let statement = this.listStatements.get(plan.shape);
+    if (!statement && plan.planStable && this.listStatements.size < MAX_PREPARED_SHAPES) {
+      const name = `conversation_list_${createHash('sha256').update(plan.shape).digest('hex').slice(0, 16)}`;
+      statement = plan.build().prepare(name);
+      this.listStatements.set(plan.shape, statement);
+    }
+    return (statement ?? plan.build()).execute(plan.values);
+  }
+
+  /** The filter shapes that are prepared statements now (for tests and diagnostics). */
+  preparedShapes(): string[] {
+    return [...this.listStatements.keys()];
   }
 
   /**
-   * The list query itself, unexecuted (the benchmark prints its plan with EXPLAIN ANALYZE).
+   * The list query of this request's filter shape, with placeholders for
+   * every value (`build`), the values (`values`), and the shape key they
+   * are cached by. The benchmark prints its plan with EXPLAIN ANALYZE.
    *
    * With `created_before` / `last_message_before` a plain `ORDER BY id DESC` scan
    * would walk every newer row before reaching the bound (the planner cannot know
@@ -130,51 +213,35 @@ export class ConversationsRepository {
    */
   listQuery(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number) {
     const c = conversations;
-    const where = this.filterConditions(orgId, filters, afterId);
+    const terms = listTerms(filters, afterId);
+    const values: Record<string, unknown> = { orgId, fetch };
+    for (const term of terms) Object.assign(values, term.values);
     const bound = filters.createdBefore
-      ? { at: filters.createdBefore, early: sql`${c.createdAt} < ${ID_TIME}` }
+      ? { at: filters.createdBefore, shape: 'split:created', early: () => sql`${c.createdAt} < ${ID_TIME}` }
       : filters.lastMessageBefore
-        ? { at: filters.lastMessageBefore, early: sql`${c.lastMessageAt} < ${ID_TIME}` }
+        ? { at: filters.lastMessageBefore, shape: 'split:last_message', early: () => sql`${c.lastMessageAt} < ${ID_TIME}` }
         : null;
-    const select = (conditions: Array<SQL | undefined>) =>
-      this.db
-        .select(summaryColumns)
-        .from(c)
-        .where(and(...conditions))
-        .orderBy(desc(c.id))
-        .limit(fetch);
     const seconds = bound ? Math.floor(Date.parse(bound.at) / 1000) + 1 : 0;
-    if (!bound || seconds > 0xffffffff) return select(where);
-    const boundId = smallestIdAt('conversation', Math.max(0, seconds));
-    return select([...where, lt(c.id, boundId)])
-      .unionAll(select([...where, gte(c.id, boundId), bound.early]))
-      .orderBy(desc(c.id))
-      .limit(fetch);
-  }
+    const split = bound && seconds <= 0xffffffff ? bound : null;
+    if (split) values.boundId = smallestIdAt('conversation', Math.max(0, seconds));
+    const shape = [...terms.map((term) => term.shape), split?.shape ?? 'unsplit'].join(',');
 
-  private filterConditions(orgId: string, filters: ConversationFilters, afterId: string | null): Array<SQL | undefined> {
-    const c = conversations;
-    return [
-      eq(c.orgId, orgId),
-      // spec: sub-agent runs are returned only when source=sub-agent is passed explicitly
-      filters.source ? eq(c.source, filters.source) : ne(c.source, 'sub-agent'),
-      filters.agentId ? eq(c.agentId, filters.agentId) : undefined,
-      filters.model ? eq(c.model, filters.model) : undefined,
-      filters.parentConversationId ? eq(c.parentConversationId, filters.parentConversationId) : undefined,
-      filters.conversationNumber !== undefined ? eq(c.conversationNumber, filters.conversationNumber) : undefined,
-      filters.createdAfter ? gte(c.createdAt, new Date(filters.createdAfter)) : undefined,
-      filters.createdBefore ? lte(c.createdAt, new Date(filters.createdBefore)) : undefined,
-      filters.lastMessageAfter ? gte(c.lastMessageAt, new Date(filters.lastMessageAfter)) : undefined,
-      filters.lastMessageBefore ? lte(c.lastMessageAt, new Date(filters.lastMessageBefore)) : undefined,
-      filters.ticketId !== undefined ? sql`${c.ticketIds} @> array[${filters.ticketId}]::text[]` : undefined,
-      ...Object.entries(filters.metadata ?? {}).map(([key, value]) => metadataMatch(key, value)),
-      // backslash is LIKE's default escape character; without an ESCAPE clause the trigram index applies
-      filters.q !== undefined ? sql`${c.title} ilike ${likeContains(filters.q)}` : undefined,
-      // literal predicates (not parameters), so the partial indexes `where is_simulation` / `where is_onboarding` match
-      filters.isSimulation === undefined ? undefined : filters.isSimulation ? sql`${c.isSimulation}` : sql`not ${c.isSimulation}`,
-      filters.isOnboarding === undefined ? undefined : filters.isOnboarding ? sql`${c.isOnboarding}` : sql`not ${c.isOnboarding}`,
-      afterId === null ? undefined : lt(c.id, afterId),
-    ];
+    const build = () => {
+      const where = [eq(c.orgId, sql.placeholder('orgId')), ...terms.map((term) => term.condition())];
+      const select = (conditions: SQL[]) =>
+        this.db
+          .select(summaryColumns)
+          .from(c)
+          .where(and(...conditions))
+          .orderBy(desc(c.id))
+          .limit(sql.placeholder('fetch'));
+      if (!split) return select(where);
+      return select([...where, lt(c.id, sql.placeholder('boundId'))])
+        .unionAll(select([...where, gte(c.id, sql.placeholder('boundId')), split.early()]))
+        .orderBy(desc(c.id))
+        .limit(sql.placeholder('fetch'));
+    };
+    return { shape, values, build, planStable: !split && terms.every((term) => term.planStable) };
   }
 
   /**
