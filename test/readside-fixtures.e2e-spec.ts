@@ -7,6 +7,8 @@ import { FixtureError } from '../src/fixtures/fixture-registry';
 import { DEMO_ORG_ID } from '../src/fixtures/demo-fixture';
 import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
 import * as schema from '../src/database/schema';
+
+const CONNECTOR = newId('connector');
 import { createTestApp, type TestApp } from './support/test-app';
 
 const demo = (file: string): unknown[] => JSON.parse(readFileSync(join(__dirname, '..', 'src', file), 'utf8')) as unknown[];
@@ -100,6 +102,14 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
     [{ triggers: [{ connector_type: 'zendesk', event: 'ticket.created', schedule: { interval_hours: 1 } }] }, 'orgs[0].triggers[0].schedule'],
     [{ triggers: [{ connector_type: 'zendesk', event: 'ticket.created', connector_id: 'zendesk' }] }, 'orgs[0].triggers[0].connector_id'],
     [{ chatbots: [{ name: 'x', allowed_domains: [1] }] }, 'orgs[0].chatbots[0].allowed_domains'],
+    // the spec types a connector tool's optional fields without null
+    [{ connectors: [{ type: 'slack', name: 'S', tools: [{ name: 't', label: null }] }] }, 'orgs[0].connectors[0].tools[0].label'],
+    [{ connectors: [{ type: 'slack', name: 'S', tools: [{ name: 't', disabled: null }] }] }, 'orgs[0].connectors[0].tools[0].disabled'],
+    // spec: connector_id is null for custom triggers
+    [{ connectors: [{ id: CONNECTOR, type: 'slack', name: 'S' }], triggers: [{ connector_type: 'custom', event: 'svc.custom_trigger', connector_id: CONNECTOR }] }, 'orgs[0].triggers[0].connector_id'],
+    [{ connectors: [{ id: CONNECTOR, type: 'slack', name: 'S' }], triggers: [{ connector_type: 'billing', event: 'svc.custom_trigger', connector_id: CONNECTOR }] }, 'orgs[0].triggers[0].connector_id'],
+    // a connector source names a connector of the fixture
+    [{ connectors: [{ id: CONNECTOR, type: 'zendesk', name: 'Z' }], sources: [{ type: 'connector', name: 'Guide', connector_id: newId('connector') }] }, 'orgs[0].sources[0].connector_id'],
   ])('rejects a bad field naming its path (%#)', async (sections, path) => {
     const { document } = orgDocument(sections);
     await expect(loader.load(document)).rejects.toMatchObject({ name: 'FixtureError', path });

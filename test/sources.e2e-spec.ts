@@ -74,7 +74,9 @@ describe('POST /sources creates website and webpage sources', () => {
 
   it('type upload → 409 conflict: the singleton already exists', async () => {
     const org = await createOrg(t.app);
-    for (const body of [{ type: 'upload', name: 'More files' }, { type: 'upload' }]) {
+    // whatever else the body holds: invalid or unknown fields do not turn the 409 into a 422
+    const others = [{ name: '' }, { name: 'x', config: null }, { name: 'x', foo: 1 }, { name: 5, config: 'nope', extra: true }];
+    for (const body of [{ type: 'upload', name: 'More files' }, { type: 'upload' }, ...others.map((other) => ({ type: 'upload', ...other }))]) {
       const res = await api.post(org, body);
       expect(res.status).toBe(409);
       expect(res.body.error.code).toBe('conflict');
@@ -88,6 +90,10 @@ describe('POST /sources creates website and webpage sources', () => {
     expect(connector.status).toBe(422);
     expect(connector.body.error.code).toBe('validation_failed');
     expect(Object.keys(connector.body.error.details.fields)).toEqual(['type']);
+    // judged before the other fields: the 422 names `type`, not the invalid name or the unknown field
+    const connectorWithBadFields = await api.post(org, { type: 'connector', name: '', foo: 1 });
+    expect(connectorWithBadFields.status).toBe(422);
+    expect(Object.keys(connectorWithBadFields.body.error.details.fields)).toEqual(['type']);
     for (const type of ['rss', 'WEBSITE', '', 5, null]) {
       const res = await api.post(org, { type, name: 'X', config: { url: 'https://x.example.com/' } });
       expect(res.status).toBe(422);

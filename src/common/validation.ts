@@ -57,6 +57,21 @@ export function nulCharacterPaths(value: unknown, path = '', found: string[] = [
 }
 
 /**
+ * A body DTO class may judge a rule before its fields are validated, where
+ * the spec makes that rule win whatever else the body holds (POST /sources:
+ * `type` = `upload` is a 409 even with other fields invalid). It receives
+ * the parsed JSON object and throws an ApiError to refuse it.
+ */
+export interface BodyPrecheck {
+  precheck(body: Record<string, unknown>): void;
+}
+
+function precheckOf(metatype: unknown): BodyPrecheck['precheck'] | undefined {
+  const precheck = (metatype as Partial<BodyPrecheck> | undefined)?.precheck;
+  return typeof precheck === 'function' ? precheck : undefined;
+}
+
+/**
  * Global pipe: whitelisted DTOs only (unknown fields → 422, no silent mass
  * assignment), class-validator failures → 422 `validation_failed` naming the
  * fields, a body that is not a JSON object → 422 as well, and so is any
@@ -87,6 +102,7 @@ export class ApiValidationPipe extends ValidationPipe {
       if (typeof value !== 'object' || value === null || Array.isArray(value) || Buffer.isBuffer(value)) {
         throw ApiError.validation({ body: ['must be a JSON object'] });
       }
+      precheckOf(metadata.metatype)?.(value as Record<string, unknown>);
     }
     if (metadata.type === 'query' && isDto && (value === undefined || value === null)) value = {};
     if (metadata.type === 'body' || metadata.type === 'query') {

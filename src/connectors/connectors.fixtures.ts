@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
-import { IsArray, IsBoolean, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { IsArray, IsBoolean, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import type { Transaction } from '../database/database.types';
 import type { ConnectorToolRow } from '../database/schema';
@@ -8,13 +8,16 @@ import { fixtureDate, FixtureRegistry, RegisteredFixtureSection, type FixtureCon
 import { CONNECTOR_STATUSES, CONNECTOR_TOOL_TYPES } from './connectors.dto';
 import { ConnectorsRepository, type NewConnectorRow } from './connectors.repository';
 
+/** Optional, but when present it may not be null: the spec types these fields without null. */
+const OptionalNonNull = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
+
 export class ConnectorToolFixture {
   @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
-  @IsOptional() @IsString() label?: string;
-  @IsOptional() @IsString() description?: string;
-  @IsOptional() @IsIn(CONNECTOR_TOOL_TYPES) type?: 'read' | 'write';
-  @IsOptional() @IsBoolean() requires_confirmation?: boolean;
-  @IsOptional() @IsBoolean() disabled?: boolean;
+  @OptionalNonNull() @IsString() label?: string;
+  @OptionalNonNull() @IsString() description?: string;
+  @OptionalNonNull() @IsIn(CONNECTOR_TOOL_TYPES) type?: 'read' | 'write';
+  @OptionalNonNull() @IsBoolean() requires_confirmation?: boolean;
+  @OptionalNonNull() @IsBoolean() disabled?: boolean;
 }
 
 export class ConnectorFixture {

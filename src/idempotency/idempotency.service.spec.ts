@@ -7,14 +7,15 @@ describe('parseIdempotencyKey', () => {
     expect(parseIdempotencyKey(undefined)).toBeNull();
   });
 
-  it.each(['a', 'x'.repeat(128), 'order 42', '550e8400-e29b-41d4-a716-446655440000', '!~'])('accepts %j', (key) => {
+  it.each(['a', 'x'.repeat(128), 'order 42', 'a\tb', '550e8400-e29b-41d4-a716-446655440000', '!~'])('accepts %j', (key) => {
     expect(parseIdempotencyKey(key)).toBe(key);
   });
 
   it.each([
     ['empty', ''],
     ['129 characters', 'x'.repeat(129)],
-    ['a tab', 'a\tb'],
+    ['a line feed', 'a\nb'],
+    ['NUL', 'a\u0000b'],
     ['DEL', 'a\x7fb'],
     ['Latin-1', 'clé'],
   ])('rejects %s with 422 validation_failed naming the header', (_label, key) => {

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsObject, IsString, MaxLength, ValidateIf } from 'class-validator';
+import { ApiError, ErrorCode } from '../common/api-error';
 import { BOUNDS } from '../common/input-bounds';
 
 export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
@@ -23,11 +24,27 @@ export class SourceDto {
   @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) updated_at?: string | null;
 }
 
+/** spec: the upload source is a per-organization singleton that already exists */
+export function uploadSourceConflict(): ApiError {
+  return new ApiError(ErrorCode.Conflict, 'The upload source is a per-organization singleton that already exists.', { field: 'type' });
+}
+
+/** spec: connector sources are created when the connector integration is added */
+export function connectorSourceRefused(): ApiError {
+  return ApiError.field('type', 'connector sources are created when the connector integration is added; use website or webpage');
+}
+
 /**
- * `type` is checked by the service before the other fields, so that `upload`
- * answers 409 and `connector` 422 whatever else the body holds.
+ * `type` is judged before the other fields (`precheck`, run by the
+ * validation pipe), so that `upload` answers 409 and `connector` 422
+ * whatever else the body holds.
  */
 export class CreateSourceDto {
+  static precheck(body: Record<string, unknown>): void {
+    if (body.type === 'upload') throw uploadSourceConflict();
+    if (body.type === 'connector') throw connectorSourceRefused();
+  }
+
   @ApiProperty({ enum: CREATABLE_SOURCE_TYPES, description: '`upload` → 409 (the singleton exists); `connector` → 422' })
   @IsString()
   @IsIn(SOURCE_TYPES, { message: 'type must be website or webpage' })

@@ -65,6 +65,7 @@ export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource
 
   parse(value: unknown, path: string, ctx: FixtureContext): ParsedSource[] {
     const items = parseFixtureArray(SourceFixture, value, path);
+    const connectors = ctx.declared.get('connectors');
     let uploadIndex: number | null = null;
     const parsed = items.map((item, index): ParsedSource => {
       const at = `${path}[${index}]`;
@@ -73,6 +74,10 @@ export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource
         uploadIndex = index;
       } else if (item.name === undefined) {
         throw new FixtureError(`${at}.name`, 'is required');
+      }
+      // as for triggers: connectors declared in this fixture are checked; ids of connectors already stored are taken as given
+      if (item.connector_id && connectors?.size && !connectors.has(item.connector_id)) {
+        throw new FixtureError(`${at}.connector_id`, `unknown connector ${item.connector_id}`);
       }
       if (item.config !== undefined) {
         // the API's rules, except that `url` may be absent (the Source shape the API shows has no config)

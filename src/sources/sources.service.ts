@@ -7,7 +7,7 @@ import { Paginator, type PaginationQuery } from '../common/pagination';
 import { outboundUrlProblem } from '../common/url-policy';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
-import type { CreateSourceDto, SourceDto } from './sources.dto';
+import { connectorSourceRefused, uploadSourceConflict, type CreateSourceDto, type SourceDto } from './sources.dto';
 import { mapSource } from './sources.mapper';
 import { SourcesRepository } from './sources.repository';
 
@@ -57,14 +57,9 @@ export class SourcesService {
   }
 
   async createSource(orgId: string, input: CreateSourceDto): Promise<SourceDto> {
-    // spec: the upload source is a per-organization singleton that already exists
-    if (input.type === 'upload') {
-      throw new ApiError(ErrorCode.Conflict, 'The upload source is a per-organization singleton that already exists.', { field: 'type' });
-    }
-    // spec: connector sources are created when the connector integration is added
-    if (input.type === 'connector') {
-      throw ApiError.field('type', 'connector sources are created when the connector integration is added; use website or webpage');
-    }
+    // the validation pipe has run CreateSourceDto.precheck; callers that bypass it get the same answers
+    if (input.type === 'upload') throw uploadSourceConflict();
+    if (input.type === 'connector') throw connectorSourceRefused();
     if (input.type !== 'website' && input.type !== 'webpage') throw ApiError.field('type', 'must be website or webpage');
 
     const fields: FieldErrors = {};

@@ -4,7 +4,7 @@ import { IsBoolean, IsIn, IsInt, IsISO8601, IsNotEmpty, IsObject, IsOptional, Is
 import { newId } from '../../libs/ids/ids';
 import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
-import { CRON_SCHEDULED_EVENT } from './triggers.dto';
+import { CRON_SCHEDULED_EVENT, isCustomTrigger } from './triggers.dto';
 import { TriggersRepository, type NewTriggerRow } from './triggers.repository';
 
 export class TriggerScheduleFixture {
@@ -53,6 +53,7 @@ export class TriggersFixtureSection extends RegisteredFixtureSection<NewTriggerR
       const isCron = item.event === CRON_SCHEDULED_EVENT;
       if (item.schedule && !isCron) throw new FixtureError(`${here}.schedule`, `is set only for ${CRON_SCHEDULED_EVENT} triggers`);
       if (isCron && item.connector_id) throw new FixtureError(`${here}.connector_id`, `must be null for ${CRON_SCHEDULED_EVENT} triggers`);
+      if (isCustomTrigger(item) && item.connector_id) throw new FixtureError(`${here}.connector_id`, 'must be null for custom triggers');
       // connectors declared in this fixture are checked; ids of connectors already stored are taken as given
       if (item.connector_id && connectors?.size && !connectors.has(item.connector_id)) {
         throw new FixtureError(`${here}.connector_id`, `unknown connector ${item.connector_id}`);
