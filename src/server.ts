@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
 import { APP_OPTIONS, configureApp } from './bootstrap';
 import { createLogger, PinoNestLogger } from './common/logger';
@@ -34,6 +34,16 @@ function announceKeys(startup: StartupFixtureResult, address: string): void {
   if (lines.length > 0) process.stdout.write(lines.join('\n') + '\n');
 }
 
+/** Opens and closes the address the server will listen on; rejects with listen's own error (EADDRINUSE, ENOTFOUND, …). */
+function assertCanListen(port: number, host: string): Promise<void> {
+  if (port === 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once('error', reject);
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
 /** Builds the app, loads start-up fixtures, listens; SIGTERM/SIGINT stop it gracefully. */
 export async function runServer(config: AppConfig): Promise<void> {
   const logger = createLogger(config);
@@ -47,6 +57,9 @@ export async function runServer(config: AppConfig): Promise<void> {
   // operations.md: SEED_FILE (and the first-run demo) are loaded before the port opens
   let startup: StartupFixtureResult;
   try {
+    // the first-run demo's and SEED_FILE's generated tokens are printed once the port is open;
+    // a port that cannot be opened must fail before they are written, or they are lost
+    await assertCanListen(config.port, config.host);
     startup = await app.get(StartupFixtures).load();
   } catch (error) {
     await app.close(); // release the database (and its directory lock) before exiting

@@ -111,6 +111,8 @@ describe('the document lists exactly the shipped endpoints', () => {
       if (PUBLIC_OPERATIONS.includes(key)) {
         expect({ key, security: operation.security }).toEqual({ key, security: [] });
         expect(operation['x-required-scope']).toBeUndefined();
+        // spec: the meta endpoints have no errors (no key, no rate limit)
+        expect({ key, clientErrors: Object.keys(operation.responses).filter((status) => status.startsWith('4')) }).toEqual({ key, clientErrors: [] });
         continue;
       }
       const scope = operation['x-required-scope'];

@@ -9,6 +9,7 @@ import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
 import * as schema from '../src/database/schema';
 
 const CONNECTOR = newId('connector');
+const CONNECTOR_B = newId('connector');
 import { createTestApp, type TestApp } from './support/test-app';
 
 const demo = (file: string): unknown[] => JSON.parse(readFileSync(join(__dirname, '..', 'src', file), 'utf8')) as unknown[];
@@ -135,11 +136,12 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
     const shared = newId(kind);
     const first = orgDocument({ [section]: [item(shared, 'Org A')] });
     await loader.load(first.document);
-    const second = orgDocument({ [section]: [item(shared, 'hijack')] });
+    // the foreign id second in its list: the error names that item's id
+    const second = orgDocument({ [section]: [item(newId(kind), 'fresh'), item(shared, 'hijack')] });
     await expect(loader.load(second.document)).rejects.toMatchObject({
       name: 'FixtureError',
-      path: section,
-      message: `${section}: ${kind} ${shared} belongs to another organization`,
+      path: `orgs[0].${section}[1].id`,
+      message: `orgs[0].${section}[1].id: ${kind} ${shared} belongs to another organization`,
     });
     const a = await t.http.get(`/api/v1/${section}/${shared}`).set('Authorization', `Bearer ${first.token}`);
     expect(a.status).toBe(200);
@@ -182,11 +184,11 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
       const shared = newId(kind[section]);
       const first = orgDocument({ [section]: [item(shared, 'Org A')] });
       await loader.load(first.document);
-      const second = orgDocument({ [section]: [item(shared, 'hijack')] });
-      // the whole load is refused (one transaction), like the read-side sections above
+      const second = orgDocument({ [section]: [item(newId(kind[section]), 'fresh'), item(shared, 'hijack')] });
+      // the whole load is refused (one transaction), like the read-side sections above, naming the item's id
       await expect(loader.load(second.document)).rejects.toMatchObject({
-        path: section,
-        message: `${section}: ${noun[section]} ${shared} belongs to another organization`,
+        path: `orgs[0].${section}[1].id`,
+        message: `orgs[0].${section}[1].id: ${noun[section]} ${shared} belongs to another organization`,
       });
       expect(await t.connection.db.select().from(schema.orgs).where(eq(schema.orgs.id, second.orgId))).toHaveLength(0);
       const rows = await t.connection.db.select().from(table).where(eq(table.id, shared));
@@ -194,6 +196,31 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
       expect(rows[0].orgId).toBe(first.orgId);
       expect(JSON.stringify(rows[0])).toContain('Org A');
       expect(JSON.stringify(rows[0])).not.toContain('hijack');
+    });
+  });
+
+  describe('organizations are matched by id, or by slug when the fixture gives no id', () => {
+    it('a fixture without organization ids can be seeded twice: the second load updates the same organization', async () => {
+      const slug = `noid-${newId('org').slice(-10)}`;
+      const document = (name: string) => ({ orgs: [{ name, slug, plan: 'pro', connectors: [{ id: CONNECTOR_B, type: 'slack', name }] }] });
+      const first = await loader.load(document('First'));
+      const second = await loader.load(document('Second'));
+      expect(second.orgs[0].id).toBe(first.orgs[0].id);
+      const rows = await t.connection.db.select().from(schema.orgs).where(eq(schema.orgs.slug, slug));
+      expect(rows.map((row) => [row.id, row.name])).toEqual([[first.orgs[0].id, 'Second']]);
+    });
+
+    it('an organization id with the slug of another organization is refused naming orgs[i].slug, and nothing is written', async () => {
+      const taken = orgDocument({});
+      await loader.load(taken.document);
+      const slug = taken.document.orgs[0].slug;
+      const clash = orgDocument({ connectors: [{ type: 'slack', name: 'never written' }] });
+      const second = { orgs: [orgDocument({}).document.orgs[0], { ...clash.document.orgs[0], slug }] };
+      await expect(loader.load(second)).rejects.toMatchObject({ name: 'FixtureError', path: 'orgs[1].slug' });
+      for (const org of second.orgs) {
+        if (org.id === taken.orgId) continue;
+        expect(await t.connection.db.select().from(schema.orgs).where(eq(schema.orgs.id, org.id))).toHaveLength(0);
+      }
     });
   });
 });

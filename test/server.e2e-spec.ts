@@ -1,5 +1,5 @@
 import { existsSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { DEMO_ORG_ID } from '../src/fixtures/demo-fixture';
 import { baseEnv, ensureBuilt, run, SERVER_JS, startServer, tempDir, waitForOutput, type RunningServer } from './support/processes';
@@ -158,6 +158,28 @@ describe('a bad setting stops start-up with exit ≠ 0 and a one-line reason', (
     expect(lines[0]).toMatch(reason);
     // a secret in the setting is not echoed back
     expect(exit.stderr).not.toContain('u:p@');
+  });
+
+  test('a port in use fails before the first-run demo is loaded, so the next start still prints its key', async () => {
+    const busyDir = join(dir, 'busy-port-db');
+    const blocker = createNetServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const busy = (blocker.address() as AddressInfo).port;
+    try {
+      const exit = await run(SERVER_JS, [], baseEnv({ PGLITE_DIR: busyDir, PORT: String(busy), HOST: '127.0.0.1' }));
+      expect(exit.code).toBe(1);
+      expect(exit.stderr.trim().split('\n')).toEqual([expect.stringMatching(/EADDRINUSE/)]);
+      expect(exit.stdout).not.toMatch(/^curl /m);
+    } finally {
+      blocker.close();
+    }
+    // the database is still empty: this first successful start is the first run, with its curl line
+    const retry = await startServer({ PGLITE_DIR: busyDir });
+    try {
+      await waitForOutput(retry, /^curl .*\n/m);
+    } finally {
+      await retry.stop('SIGTERM');
+    }
   });
 
   test('an invalid SEED_FILE names the first bad path and leaves nothing behind', async () => {

@@ -145,7 +145,7 @@ export class AgentsFixtureSection extends RegisteredFixtureSection<NewAgentRow[]
     return rows;
   }
 
-  async write(tx: Transaction, orgId: string, rows: NewAgentRow[]): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'agent');
+  async write(tx: Transaction, orgId: string, rows: NewAgentRow[], ctx: FixtureContext): Promise<void> {
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'agent', (i) => this.itemPath(ctx, i));
   }
 }

@@ -47,13 +47,13 @@ export class ApiKeysFixtureSection extends RegisteredFixtureSection<ApiKeyInput[
     });
   }
 
-  async write(tx: Transaction, _orgId: string, inputs: ApiKeyInput[]): Promise<void> {
-    for (const input of inputs) {
+  async write(tx: Transaction, _orgId: string, inputs: ApiKeyInput[], ctx: FixtureContext): Promise<void> {
+    for (const [index, input] of inputs.entries()) {
       try {
         await this.keys.create(input, tx);
       } catch (error) {
         // like every section: an id of another organization fails the whole load
-        if (error instanceof ApiError && error.code === ErrorCode.Conflict) throw new FixtureError(this.name, error.message);
+        if (error instanceof ApiError && error.code === ErrorCode.Conflict) throw new FixtureError(`${this.itemPath(ctx, index)}.id`, error.message);
         throw error;
       }
     }

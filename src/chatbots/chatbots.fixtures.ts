@@ -58,7 +58,7 @@ export class ChatbotsFixtureSection extends RegisteredFixtureSection<NewChatbotR
     });
   }
 
-  async write(tx: Transaction, orgId: string, rows: NewChatbotRow[]): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'chatbot');
+  async write(tx: Transaction, orgId: string, rows: NewChatbotRow[], ctx: FixtureContext): Promise<void> {
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'chatbot', (i) => this.itemPath(ctx, i));
   }
 }

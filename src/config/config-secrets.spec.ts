@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from './config';
@@ -35,6 +35,17 @@ describe('encryption key for custom tool credentials', () => {
       const file = join(dir, 'secrets.json');
       expect(statSync(file).mode & 0o777).toBe(0o600);
       expect(Buffer.from(JSON.parse(readFileSync(file, 'utf8')).encryption_key, 'base64').equals(first.encryptionKey)).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a secrets file that is not JSON stops start-up naming the file, not with a parser message', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'config-spec-'));
+    try {
+      writeFileSync(join(dir, 'secrets.json'), 'garbage');
+      expect(() => loadConfig({ PGLITE_DIR: join(dir, 'pglite') })).toThrow(ConfigError);
+      expect(() => loadConfig({ PGLITE_DIR: join(dir, 'pglite') })).toThrow(/secrets\.json is not a valid secrets file/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -47,6 +47,9 @@ describe('a bad setting is a ConfigError naming it', () => {
     [{ CURSOR_SECRET: 'short', ENCRYPTION_KEY: 'a'.repeat(64) }, /CURSOR_SECRET/],
     [{ REDIS_URL: 'http://x' }, /REDIS_URL/],
     [{ TRASH_PURGE_CRON: 'every hour' }, /TRASH_PURGE_CRON/],
+    // five fields, but not a schedule the scheduler can run: the setting is named, not only the parser's complaint
+    [{ TRASH_PURGE_CRON: 'x x x x x' }, /^TRASH_PURGE_CRON is not a valid cron expression/],
+    [{ IDEMPOTENCY_PURGE_CRON: '99 * * * *' }, /^IDEMPOTENCY_PURGE_CRON is not a valid cron expression \(.*out of range/],
     [{ RATE_LIMIT_PER_MINUTE: '100', RATE_LIMIT_PER_HOUR: '50' }, /RATE_LIMIT_PER_HOUR/],
   ])('%j', (env, pattern) => {
     expect(() => loadConfig({ PGLITE_DIR: 'memory', ...env })).toThrow(ConfigError);

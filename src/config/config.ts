@@ -1,3 +1,4 @@
+import { validateCronExpression } from 'cron';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { newSecretKey, parseKey32 } from '../../libs/crypto/crypto';
@@ -65,6 +66,9 @@ function cronSetting(env: Env, name: string, fallback: string): string | null {
   if (['off', 'false', 'disabled', 'none'].includes(raw.trim().toLowerCase())) return null;
   const fields = raw.trim().split(/\s+/);
   if (fields.length < 5 || fields.length > 6) throw new ConfigError(`${name} must be a cron expression or "off", got "${raw}"`);
+  // the scheduler's own parser, so that a bad field fails here naming the setting, not at start-up without it
+  const { valid, error } = validateCronExpression(raw.trim());
+  if (!valid) throw new ConfigError(`${name} is not a valid cron expression (${error?.message ?? 'invalid'}), got "${raw}"`);
   return raw.trim();
 }
 
@@ -102,8 +106,14 @@ function embeddedSecrets(pgliteDir: string): PersistedSecrets {
   if (pgliteDir === 'memory') return { cursor_secret: newSecretKey(), encryption_key: newSecretKey() };
   const file = resolve(dirname(resolve(pgliteDir)), 'secrets.json');
   if (existsSync(file)) {
-    const parsed = JSON.parse(readFileSync(file, 'utf8')) as Partial<PersistedSecrets>;
-    if (typeof parsed.cursor_secret === 'string' && typeof parsed.encryption_key === 'string') {
+    const text = readFileSync(file, 'utf8');
+    let parsed: Partial<PersistedSecrets> | null = null;
+    try {
+      parsed = JSON.parse(text) as Partial<PersistedSecrets> | null;
+    } catch {
+      // not JSON: reported below like any other invalid content
+    }
+    if (typeof parsed?.cursor_secret === 'string' && typeof parsed.encryption_key === 'string') {
       return parsed as PersistedSecrets;
     }
     throw new ConfigError(`${file} is not a valid secrets file; remove it or set CURSOR_SECRET and ENCRYPTION_KEY`);

@@ -70,7 +70,7 @@ export class ConnectorsFixtureSection extends RegisteredFixtureSection<NewConnec
     });
   }
 
-  async write(tx: Transaction, orgId: string, rows: NewConnectorRow[]): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'connector');
+  async write(tx: Transaction, orgId: string, rows: NewConnectorRow[], ctx: FixtureContext): Promise<void> {
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'connector', (i) => this.itemPath(ctx, i));
   }
 }

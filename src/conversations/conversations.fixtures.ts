@@ -177,8 +177,8 @@ export class ConversationsFixtureSection extends RegisteredFixtureSection<Parsed
     return { rows, threads };
   }
 
-  async write(tx: Transaction, orgId: string, parsed: ParsedConversations): Promise<void> {
-    this.requireAllWritten(parsed.rows, await this.repository.upsertMany(orgId, parsed.rows, parsed.threads, tx), 'conversation');
+  async write(tx: Transaction, orgId: string, parsed: ParsedConversations, ctx: FixtureContext): Promise<void> {
+    this.requireAllWritten(parsed.rows, await this.repository.upsertMany(orgId, parsed.rows, parsed.threads, tx), 'conversation', (i) => this.itemPath(ctx, i));
   }
 }
 

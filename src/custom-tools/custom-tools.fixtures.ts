@@ -164,10 +164,11 @@ export class CustomToolsFixtureSection extends RegisteredFixtureSection<ParsedTo
     return parsed;
   }
 
-  async write(tx: Transaction, orgId: string, tools: ParsedTool[]): Promise<void> {
+  async write(tx: Transaction, orgId: string, tools: ParsedTool[], ctx: FixtureContext): Promise<void> {
     // explicit names first, so a generated name never takes one the fixture spells out
     const ordered = [...tools.filter((tool) => tool.row.name !== null), ...tools.filter((tool) => tool.row.name === null)];
-    for (const { row, credentials, idGenerated } of ordered) {
+    for (const tool of ordered) {
+      const { row, credentials, idGenerated } = tool;
       const generated = row.name === null;
       const name = row.name ?? (await this.service.freeToolName(orgId, row.label, tx));
       const id = (idGenerated && !generated ? await this.repository.findIdByName(orgId, name, tx) : null) ?? row.id!;
@@ -176,7 +177,7 @@ export class CustomToolsFixtureSection extends RegisteredFixtureSection<ParsedTo
         tx,
         { keepName: generated },
       );
-      this.requireAllWritten([{ id }], written ? [id] : [], 'custom tool');
+      this.requireAllWritten([{ id }], written ? [id] : [], 'custom tool', () => this.itemPath(ctx, tools.indexOf(tool)));
     }
   }
 }

@@ -36,7 +36,7 @@ export class MetaController {
   @Public()
   @ApiOperation({ operationId: 'getBanner', summary: 'Service banner' })
   @ApiEnvelope(BannerDto)
-  @ApiErrors(429, 500)
+  @ApiErrors(500)
   getBanner(): BannerDto {
     return { name: 'Agent Platform REST API', version: 'v1', docs: `/${DOCS_PATH}` };
   }
@@ -46,7 +46,7 @@ export class MetaController {
   @RawResponse()
   @ApiOperation({ operationId: 'getOpenApiDocument', summary: 'The OpenAPI 3.1 description of this API' })
   @ApiOkResponse({ description: 'OpenAPI 3.1 document', schema: { type: 'object', additionalProperties: true } })
-  @ApiErrors(429, 500)
+  @ApiErrors(500)
   getOpenApiDocument(): OpenAPIObject {
     return this.openApi.get();
   }

@@ -83,6 +83,11 @@ export class OrgsService {
     return id;
   }
 
+  /** The organization with this slug, if any (slugs are unique). */
+  findIdBySlug(slug: string, tx?: DbOrTx): Promise<string | null> {
+    return this.repository.findIdBySlug(slug, tx);
+  }
+
   anyOrgExists(): Promise<boolean> {
     return this.repository.anyExists();
   }

@@ -121,8 +121,9 @@ export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource
     return parsed;
   }
 
-  async write(tx: Transaction, orgId: string, entries: ParsedSource[]): Promise<void> {
-    for (const { source, documents } of entries) {
+  async write(tx: Transaction, orgId: string, entries: ParsedSource[], ctx: FixtureContext): Promise<void> {
+    for (const [index, { source, documents }] of entries.entries()) {
+      const at = this.itemPath(ctx, index);
       let id = source.id;
       if (source.type === 'upload') {
         // the organization's upsert has already ensured a singleton: the fixture's upload source lands on it
@@ -132,9 +133,9 @@ export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource
         id ??= newId('source');
       }
       const written = await this.repository.upsert({ ...source, id: id!, orgId }, tx);
-      this.requireAllWritten([{ id: id! }], written ? [id!] : [], 'source');
+      this.requireAllWritten([{ id: id! }], written ? [id!] : [], 'source', () => at);
       const rows = documents.map((doc) => ({ ...doc, orgId, sourceId: id! }));
-      this.requireAllWritten(rows, await this.repository.upsertDocuments(orgId, rows, tx), 'document');
+      this.requireAllWritten(rows, await this.repository.upsertDocuments(orgId, rows, tx), 'document', (i) => `${at}.documents[${i}]`);
     }
   }
 }

@@ -52,7 +52,7 @@ export class MembersFixtureSection extends RegisteredFixtureSection<NewMemberRow
     return rows;
   }
 
-  async write(tx: Transaction, orgId: string, rows: NewMemberRow[]): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'member');
+  async write(tx: Transaction, orgId: string, rows: NewMemberRow[], ctx: FixtureContext): Promise<void> {
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'member', (i) => this.itemPath(ctx, i));
   }
 }

@@ -87,7 +87,7 @@ export class TriggersFixtureSection extends RegisteredFixtureSection<NewTriggerR
     });
   }
 
-  async write(tx: Transaction, orgId: string, rows: NewTriggerRow[]): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'trigger');
+  async write(tx: Transaction, orgId: string, rows: NewTriggerRow[], ctx: FixtureContext): Promise<void> {
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'trigger', (i) => this.itemPath(ctx, i));
   }
 }
