@@ -1,5 +1,12 @@
 import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
+import { ValidateIf } from 'class-validator';
 import { ApiError, type FieldErrors } from './api-error';
+
+/**
+ * A DTO field that may be left out but, when present, may not be null
+ * (class-validator's `@IsOptional()` lets null through as well).
+ */
+export const OptionalNonNull = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
 
 /** class-validator's error tree → `{ "tools[0].name": ["must be a string"] }`. */
 export function flattenValidationErrors(errors: ValidationError[], parent = ''): FieldErrors {

@@ -1,16 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
-import { IsArray, IsBoolean, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
+import { IsArray, IsBoolean, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
+import { OptionalNonNull } from '../common/validation';
 import type { Transaction } from '../database/database.types';
 import type { ConnectorToolRow } from '../database/schema';
 import { fixtureDate, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CONNECTOR_STATUSES, CONNECTOR_TOOL_TYPES } from './connectors.dto';
 import { ConnectorsRepository, type NewConnectorRow } from './connectors.repository';
 
-/** Optional, but when present it may not be null: the spec types these fields without null. */
-const OptionalNonNull = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
-
+/** The spec types a tool's optional fields without null. */
 export class ConnectorToolFixture {
   @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
   @OptionalNonNull() @IsString() label?: string;

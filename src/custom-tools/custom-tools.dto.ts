@@ -15,10 +15,9 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { BOUNDS } from '../common/input-bounds';
+import { OptionalNonNull } from '../common/validation';
 import { AUTH_TYPES, HTTP_METHODS, MAX_HEADERS, MAX_PARAMETERS, PARAM_LOCATIONS, PARAM_TYPES, TOOL_TYPES } from './custom-tools.rules';
 
-/** Optional, but when present it may not be null (the column is not nullable). */
-const OptionalNonNull = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
 
 const SECRET_MAX = BOUNDS.headerValue;
 

@@ -1,14 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsNotEmpty, IsObject, IsString, MaxLength, ValidateIf } from 'class-validator';
+import { IsIn, IsNotEmpty, IsObject, IsString, MaxLength } from 'class-validator';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { BOUNDS } from '../common/input-bounds';
+import { OptionalNonNull } from '../common/validation';
 
 export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
 export const CREATABLE_SOURCE_TYPES = ['website', 'webpage'] as const;
 export const SYNC_STATUSES = ['ready', 'fetching', 'syncing', 'error'] as const;
 
-/** Optional, but when present it may not be null. */
-const OptionalNonNull = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
 
 export class SourceDto {
   @ApiProperty({ pattern: '^source_[a-f0-9]{24}$' }) id!: string;
