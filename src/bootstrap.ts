@@ -18,15 +18,10 @@ export const APP_OPTIONS: NestApplicationOptions = { rawBody: true, bodyParser: 
  * The one file that knows the HTTP platform is Express. Everything else works
  * through Nest's abstractions and Node's own request/response types.
  */
-export interface ConfigureOptions {
-  /** serve `@HotRoute` point reads on the hot path (default); tests compare both paths */
-  hotRoutes?: boolean;
-}
-
-export function configureApp(app: INestApplication, logger: AppLogger, options: ConfigureOptions = {}): void {
+export function configureApp(app: INestApplication, logger: AppLogger): void {
   const express = app as NestExpressApplication;
   // in front of Express: plain point reads never enter the router (see HotRouteDispatcher)
-  if (options.hotRoutes !== false) app.get(HotRouteDispatcher).install(app.getHttpServer() as Server);
+  app.get(HotRouteDispatcher).install(app.getHttpServer() as Server);
   // request id first, so that parser errors and unknown routes carry it too
   express.use(requestContextMiddleware(logger));
   express.use(outsideApiPrefixNotFound);
