@@ -60,6 +60,8 @@ describe('keyed writes survive database and instance faults (two instances, one 
   const answers: Answer[] = [];
   const operations: Operation[] = [];
   let nextInstanceId = 0;
+  /** set when the test ends, failed or not: clients stop retrying */
+  let over = false;
 
   const env = () => ({
     DATABASE_URL: cluster.url,
@@ -89,6 +91,7 @@ describe('keyed writes survive database and instance faults (two instances, one 
   }, 120_000);
 
   afterAll(async () => {
+    over = true;
     await Promise.all(instances.map((i) => i.server.stop().catch(() => undefined)));
     await t?.close().catch(() => undefined);
     cluster?.destroy();
@@ -100,7 +103,7 @@ describe('keyed writes survive database and instance faults (two instances, one 
 
   /** Sends one operation until it gets a final answer: every unanswered request and every 503 is retried with its key. */
   async function perform(op: Operation, until: number): Promise<void> {
-    for (let attempt = 0; Date.now() < until; attempt++) {
+    for (let attempt = 0; Date.now() < until && !over; attempt++) {
       const choices = alive();
       const instance = choices[Math.floor(Math.random() * choices.length)];
       if (!instance) {
@@ -179,7 +182,7 @@ describe('keyed writes survive database and instance faults (two instances, one 
   /** One client: creates an agent, then keeps creating agents and tools and renaming its own agents. */
   async function client(running: () => boolean, until: number): Promise<void> {
     const own: string[] = [];
-    while (running()) {
+    while (running() && !over) {
       const roll = Math.random();
       const kind: Operation['kind'] = own.length === 0 || roll < 0.35 ? 'agent' : roll < 0.65 ? 'tool' : 'patch';
       const op = newOperation(kind, own[Math.floor(Math.random() * own.length)]);
