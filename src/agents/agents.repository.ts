@@ -38,14 +38,6 @@ export class AgentsRepository {
     return row ?? null;
   }
 
-  /**
-   * The organization's plan caps, with its row locked: concurrent creates in
-   * one organization queue here, so the `limits.agents` count cannot be raced.
-   */
-  async lockOrgLimits(tx: DbOrTx, orgId: string): Promise<OrgLimits | null> {
-    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('update');
-    return row?.limits ?? null;
-  }
 
   async orgLimits(tx: DbOrTx, orgId: string): Promise<OrgLimits | null> {
     const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId));

@@ -20,6 +20,7 @@ import {
   type ToolRefDto,
 } from './agents.dto';
 import { mapAgent, mapAgentDeleted, type AgentRow } from './agents.mapper';
+import { OrgsRepository } from '../orgs/orgs.repository';
 import { AgentsRepository, type AgentChanges } from './agents.repository';
 
 export const HANDLE_UNIQUE_CONSTRAINT = 'agents_org_handle_unique';
@@ -120,6 +121,7 @@ export class AgentsService {
   constructor(
     @Inject(DATABASE) private readonly db: Database,
     private readonly repository: AgentsRepository,
+    private readonly orgs: OrgsRepository,
     private readonly references: AgentReferencesRepository,
     private readonly cascade: AgentCascadeRepository,
     private readonly paginator: Paginator,
@@ -146,7 +148,7 @@ export class AgentsService {
     const row = await this.withHandleConflict(() =>
       this.db.transaction(async (tx) => {
         // the org row lock queues concurrent creates of one organization, so the cap holds
-        const limits = await this.repository.lockOrgLimits(tx, orgId);
+        const limits = await this.orgs.lockLimits(orgId, tx);
         const maxAgents = limits?.agents ?? null;
         if (maxAgents !== null && (await this.repository.countLive(tx, orgId)) >= maxAgents) {
           throw new ApiError(

@@ -52,10 +52,11 @@ export class DatabaseConnection {
     readonly pglite: PGlite | null,
   ) {
     this.rootTransaction = db.transaction.bind(db);
-    // inside a request transaction a service's own transaction is a savepoint of it
-    db.transaction = ((fn, config) => {
+    // Every transaction is ambient: inside one, queries on the root db join it, and a
+    // further `db.transaction(...)` is a savepoint of it (see request-scope.ts).
+    db.transaction = ((fn: (tx: Transaction) => Promise<unknown>, config?: Parameters<Database['transaction']>[1]) => {
       const open = openRequestTransaction();
-      return open ? open.tx.transaction(fn) : this.rootTransaction(fn, config);
+      return open ? open.tx.transaction(fn) : this.ambientTransaction(fn, config);
     }) as Database['transaction'];
   }
 
@@ -65,16 +66,20 @@ export class DatabaseConnection {
    * keyed write"): it commits when `fn` resolves, rolls back when it throws.
    */
   requestTransaction<T>(fn: () => Promise<T>): Promise<T> {
+    return this.ambientTransaction(() => fn());
+  }
+
+  private ambientTransaction<T>(fn: (tx: Transaction) => Promise<T>, config?: Parameters<Database['transaction']>[1]): Promise<T> {
     const deadline = currentScope()?.deadline ?? null;
     return this.rootTransaction(async (tx: Transaction) => {
       // the driver connection drizzle runs `tx` on: the one prepared statements on the root db must use too
       const transaction: RequestTransaction = { tx, client: (tx as unknown as { session: { client: unknown } }).session.client, open: true };
       try {
-        return await runInScope({ deadline, transaction }, fn);
+        return await runInScope({ deadline, transaction }, () => fn(tx));
       } finally {
         transaction.open = false;
       }
-    });
+    }, config);
   }
 
   static async open(config: AppConfig, logger: ConnectionLogger): Promise<DatabaseConnection> {

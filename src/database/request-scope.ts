@@ -7,10 +7,13 @@ import type { Transaction } from './database.types';
  *
  * - `deadline`: every query of the request (pool wait included) ends by then,
  *   so a request is bounded whatever the database does;
- * - `transaction`: the request transaction, while one is open (a keyed write:
- *   see `DatabaseConnection.requestTransaction`). Every query issued in the
- *   request then runs on its connection — the root `db`, prepared statements
- *   and services' own `db.transaction(...)` (a savepoint) included.
+ * - `transaction`: the transaction open in this request, if any — the request
+ *   transaction of a keyed write (`DatabaseConnection.requestTransaction`) or
+ *   a service's own `db.transaction(...)`. Every query issued meanwhile runs
+ *   on its connection: queries on the root `db` and prepared statements built
+ *   on it included, and a nested `db.transaction(...)` is a savepoint of it.
+ *   So a repository called without its `tx` inside a transaction still joins
+ *   it (on PGlite, with one connection, it would otherwise wait for it forever).
  */
 export interface DatabaseScope {
   /** epoch milliseconds; null: only the per-query timeouts apply */
