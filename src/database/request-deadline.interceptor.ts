@@ -9,7 +9,7 @@ import { runInScope } from './request-scope';
  * rollback — ends within the statement timeout plus one second whatever the
  * database does (docs/decisions.md, "Timeouts").
  */
-export const REQUEST_DATABASE_MARGIN_MS = 750;
+export const REQUEST_DATABASE_MARGIN_MS = 500;
 
 /**
  * Outermost interceptor: the handler (and the interceptors inside this one)
