@@ -25,6 +25,10 @@ export const APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
 export function createHttpAdapter(logger: AppLogger): FastifyAdapter {
   return new FastifyAdapter({
     bodyLimit: MAX_BODY_BYTES,
+    // while closing, a request arriving on an open keep-alive connection is
+    // still served (with Connection: close, so the connection drains), not
+    // answered with Fastify's own 503 body outside the envelope
+    return503OnClosing: false,
     // routing as the API has always matched paths: /Agents/ is /agents
     routerOptions: {
       ignoreTrailingSlash: true,

@@ -79,7 +79,9 @@ export async function runServer(config: AppConfig): Promise<void> {
     force.unref();
     // stop accepting and let in-flight requests finish first, so that they
     // still have the database and the key service's last flush sees them
-    new Promise<void>((resolve) => server.close(() => resolve()))
+    app
+      .getHttpAdapter()
+      .close()
       .then(() => app.close())
       .then(() => {
         logger.info('stopped: in-flight requests finished, database closed');

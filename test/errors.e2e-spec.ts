@@ -256,6 +256,8 @@ describe('one pipeline: routing, bodies and log lines alike on every route', () 
     const res = await t.http.get(path()).set('Authorization', org.auth);
     expect(res.status).toBe(200);
     expect(res.body.data.id).toBe(agentId);
+    expect(res.headers.etag).toBeUndefined();
+    expect(res.headers['x-powered-by']).toBeUndefined();
   });
 
   it('HEAD of a GET route: its status and headers, no body', async () => {
