@@ -50,6 +50,8 @@ export class DatabaseConnection {
     private readonly migrateFn: () => Promise<void>,
     /** the embedded engine, for tests that copy a migrated database */
     readonly pglite: PGlite | null,
+    /** the server pool (null on PGlite): its counts are the pool's gauges */
+    private readonly pool: Pool | null = null,
   ) {
     this.rootTransaction = db.transaction.bind(db);
     // Every transaction is ambient: inside one, queries on the root db join it, and a
@@ -163,7 +165,13 @@ export class DatabaseConnection {
         }
       },
       null,
+      pool,
     );
+  }
+
+  /** Connections of the PostgreSQL pool: open, idle, and requests waiting for one (null on PGlite). */
+  poolStats(): { total: number; idle: number; waiting: number } | null {
+    return this.pool ? { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount } : null;
   }
 
   migrate(): Promise<void> {

@@ -41,7 +41,10 @@ describe('database faults (server engine)', () => {
   }, 60_000);
 
   afterAll(async () => {
+    const before = t?.connection.poolStats();
+    const slow = setTimeout(() => console.warn(`close still pending after 10 s; pool before ${JSON.stringify(before)}, now ${JSON.stringify(t.connection.poolStats())}`), 10_000);
     await t?.close().catch(() => undefined);
+    clearTimeout(slow);
     cluster?.destroy();
   });
 
