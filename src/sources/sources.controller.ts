@@ -40,7 +40,7 @@ export class SourcesController {
     schema: { type: 'string', minLength: 1, maxLength: 128 },
   })
   @ApiEnvelope(SourceDto, { status: 201 })
-  @ApiErrors(409, 422)
+  @ApiErrors({ status: 409, description: '`conflict`: `type` = `upload` — the upload source is a per-organization singleton that already exists.' }, 422)
   createSource(@Auth() auth: AuthContext, @Body() body: CreateSourceDto): Promise<SourceDto> {
     return this.sources.createSource(auth.orgId, body);
   }
