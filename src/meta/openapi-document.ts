@@ -54,7 +54,9 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setTitle('Agent Platform REST API')
     .setDescription(
       'Public REST API of the Agent Platform. Every request except `GET /` and `GET /openapi.json` needs `Authorization: Bearer <API_KEY>`; ' +
-        'every endpoint requires one scope, named in its security requirement and in `x-required-scope`.',
+        'every endpoint requires one scope, named in its security requirement and in `x-required-scope`. ' +
+        'Query parameters an operation does not list are ignored on every endpoint (a misspelt filter filters nothing); ' +
+        'the ones it lists are validated (422 `validation_failed`). Unknown fields in a request body are refused (422).',
     )
     .setVersion(API_VERSION)
     .addServer(`/${API_PREFIX}`)
@@ -138,7 +140,8 @@ const UPDATE_SCHEMA = /Update(Dto|Input)?$/;
  *   every create — and, on a PATCH, silently reset it. Create schemas keep
  *   their defaults in the description ("Default: …"); update schemas have
  *   none, because an omitted field is left unchanged.
- * - 413 `payload_too_large` on every operation that takes a body.
+ * - 413 `payload_too_large` on every operation, and 422 for a malformed
+ *   body on those that take none: every request's body is read first.
  */
 function documentRequestBodies(document: OpenAPIObject): void {
   const components = (document.components?.schemas ?? {}) as Record<string, Schema>;
@@ -148,12 +151,15 @@ function documentRequestBodies(document: OpenAPIObject): void {
       referencedSchemas(media.schema, used, components);
       stripDefaults(media.schema, () => undefined);
     }
-    if (operation.requestBody && operation.responses && !operation.responses['413']) {
-      operation.responses['413'] = {
-        description: 'Request body over 1 MiB (`payload_too_large`).',
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
-      };
-    }
+    // any request's body is read before routing (so an oversized or malformed one is refused
+    // the same way everywhere): every operation can answer these two, with or without a body of its own
+    const responses = (operation.responses ??= {});
+    const errorEnvelope = { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } };
+    responses['413'] ??= { description: 'Request body over 1 MiB (`payload_too_large`), whatever the method.', content: errorEnvelope };
+    responses['422'] ??= {
+      description: 'Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON.',
+      content: errorEnvelope,
+    };
   }
   for (const name of used) {
     const isUpdate = UPDATE_SCHEMA.test(name);
