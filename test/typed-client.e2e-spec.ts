@@ -38,8 +38,11 @@ function generateTypes(document: unknown): string {
 
 type AgentCreate = NonNullable<paths['/agents']['post']['requestBody']>['content']['application/json'];
 
-/** README's walk-through creates this agent: it must compile as an AgentCreate of the generated client. */
+type AgentUpdate = NonNullable<paths['/agents/{id}']['patch']['requestBody']>['content']['application/json'];
+
+/** README's walk-through sends these bodies: they must compile as bodies of the generated client. */
 const README_CREATE_BODY: AgentCreate = { handle: 'helpBot', name: 'Help bot', instructions: 'Answer politely.' };
+const README_REACTIVATE_BODY: AgentUpdate = { is_active: true };
 
 let t: TestApp;
 let org: TestOrg;
@@ -72,9 +75,10 @@ describe('the generated client types', () => {
     expect(readFileSync(GENERATED, 'utf8')).toBe(generated);
   });
 
-  it("README's create body is the one the walk-through sends", () => {
+  it("README's example bodies are the ones that compile here", () => {
     const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
-    expect(readme).toContain(`-d '${JSON.stringify(README_CREATE_BODY)}'`);
+    const sent = [...readme.matchAll(/-d '(\{.*?\})'/g)].map((match) => match[1]);
+    expect(sent.sort()).toEqual([README_CREATE_BODY, README_REACTIVATE_BODY].map((body) => JSON.stringify(body)).sort());
   });
 });
 
