@@ -129,7 +129,7 @@ function stripDefaults(node: Json, found: (schema: Schema, value: Json) => void)
 }
 
 /** Schemas of PATCH bodies: omitted fields are unchanged there, so they have no defaults at all. */
-const UPDATE_SCHEMA = /Update(Dto|Input)?$/;
+const UPDATE_SCHEMA = /Update/; // AgentUpdateDto, UpdateCustomToolDto, …
 
 /**
  * Request bodies, as clients generated from the document see them:

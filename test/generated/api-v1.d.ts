@@ -702,10 +702,7 @@ export interface components {
             url: string;
         };
         UpdateCustomToolDto: {
-            /**
-             * @description Default: `read`.
-             * @enum {string}
-             */
+            /** @enum {string} */
             type?: "read" | "write";
             /** @description at most 50 headers; names are HTTP header names of at most 128 characters, values single-line strings of at most 4096 */
             headers?: {
