@@ -141,6 +141,15 @@ describe('Chromium is there when CI runs the suite', () => {
     expect(JSON.parse(body).data).toMatchObject({ handle: 'helpBot', is_active: true });
   });
 
+  it.each([
+    ['/custom_tools', 'type', 'read'],
+    ['/sources', 'type', 'website'],
+  ])('"try it out" on POST %s with the pre-filled example body creates it', async (path, field, value) => {
+    const { status, body } = await tryItOut('post', path);
+    expect({ status, body }).toEqual({ status: '201', body: expect.any(String) });
+    expect(JSON.parse(body).data[field]).toBe(value);
+  });
+
   it('"try it out" on GET /conversations with the pre-filled values lists conversations (no metadata[additionalProp1] filter)', async () => {
     const { status, body, url } = await tryItOut('get', '/conversations');
     expect({ status, url }).toEqual({ status: '200', url: expect.not.stringContaining('additionalProp') });

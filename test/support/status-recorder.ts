@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type TestAgent from 'supertest/lib/agent';
 
@@ -69,9 +69,4 @@ export function readRecords(dir: string): { records: StatusRecord[]; document: u
   }
   const path = join(dir, DOCUMENT_FILE);
   return { records, document: existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : null };
-}
-
-export function makeRecordDir(base: string): string {
-  mkdirSync(base, { recursive: true });
-  return base;
 }
