@@ -1,7 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { sql } from 'drizzle-orm';
-import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
+import { drizzle as drizzleNodePg, NodePgSession } from 'drizzle-orm/node-postgres';
 import { migrate as migrateNodePg } from 'drizzle-orm/node-postgres/migrator';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
@@ -52,8 +52,10 @@ export class DatabaseConnection {
     readonly pglite: PGlite | null,
     /** the server pool (null on PGlite): its counts are the pool's gauges */
     private readonly pool: Pool | null = null,
+    /** how a root transaction is run, when not drizzle's own */
+    rootTransaction?: Database['transaction'],
   ) {
-    this.rootTransaction = db.transaction.bind(db);
+    this.rootTransaction = rootTransaction ?? db.transaction.bind(db);
     // Every transaction is ambient: inside one, queries on the root db join it, and a
     // further `db.transaction(...)` is a savepoint of it (see request-scope.ts).
     db.transaction = ((fn: (tx: Transaction) => Promise<unknown>, config?: Parameters<Database['transaction']>[1]) => {
@@ -146,6 +148,19 @@ export class DatabaseConnection {
     pool.on('connect', (client) => client.on('error', logError('database connection failed')));
     pool.on('error', logError('idle database client failed'));
     const db = drizzleNodePg(pool, { schema }) as unknown as Database;
+    // drizzle's transaction over a pool sends BEGIN before its try/finally that releases the
+    // client: a BEGIN that fails (timeout, deadline, dropped connection) leaked the client, and
+    // the pool shrank for good. Here the client is taken and released around the whole of it.
+    const root = (db as unknown as { session: { dialect: unknown; schema: unknown; options: unknown } }).session;
+    const rootTransaction = (async (fn: (tx: Transaction) => Promise<unknown>, config?: Parameters<Database['transaction']>[1]) => {
+      const client = await pool.connect();
+      try {
+        const session = new NodePgSession(client, root.dialect as never, root.schema as never, root.options as never);
+        return await session.transaction(fn as never, config);
+      } finally {
+        client.release();
+      }
+    }) as Database['transaction'];
     return new DatabaseConnection(
       'postgres',
       db,
@@ -166,6 +181,7 @@ export class DatabaseConnection {
       },
       null,
       pool,
+      rootTransaction,
     );
   }
 
