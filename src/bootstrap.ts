@@ -6,7 +6,8 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { requestContextMiddleware, type RequestContext } from './common/request-context';
 import type { AppLogger } from './common/logger';
-import { API_PREFIX, buildOpenApiDocument, DOCS_PATH } from './meta/openapi-document';
+import { API_PREFIX, DOCS_PATH } from './common/api-paths';
+import { buildOpenApiDocument } from './meta/openapi-document';
 import { OpenApiDocumentHolder } from './meta/meta.controller';
 
 export const MAX_BODY_BYTES = 1024 * 1024;

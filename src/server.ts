@@ -5,7 +5,7 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
 import { APP_OPTIONS, configureApp } from './bootstrap';
 import { createLogger, PinoNestLogger } from './common/logger';
-import { API_PREFIX } from './meta/openapi-document';
+import { API_PREFIX } from './common/api-paths';
 import type { AppConfig } from './config/config';
 import { StartupFixtures, type StartupFixtureResult } from './fixtures/startup-fixtures.service';
 

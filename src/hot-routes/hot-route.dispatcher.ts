@@ -9,7 +9,7 @@ import { envelope } from '../common/envelope';
 import { renderErrorBody, resolveApiError } from '../common/error-body';
 import { LOGGER, type AppLogger } from '../common/logger';
 import { beginRequest, type AuthContext } from '../common/request-context';
-import { API_PREFIX } from '../meta/openapi-document';
+import { API_PREFIX } from '../common/api-paths';
 import { RateLimitGuard } from '../rate-limit/rate-limit.guard';
 import { HOT_ROUTE, type HotRouteInvoke } from './hot-route.decorator';
 
