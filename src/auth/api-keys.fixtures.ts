@@ -5,7 +5,7 @@ import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { newId } from '../../libs/ids/ids';
 import { ApiKeysService, generateToken, isWellFormedToken, type ApiKeyInput } from './api-keys.service';
-import { isScope } from './scopes';
+import { isScope, SCOPES } from './scopes';
 
 export class ApiKeyFixture {
   @IsOptional() @Matches(/^key_[a-f0-9]{24}$/, { message: 'must be key_<24 lowercase hex>' }) id?: string;
@@ -34,7 +34,7 @@ export class ApiKeysFixtureSection extends RegisteredFixtureSection<ApiKeyInput[
         throw new FixtureError(`${path}[${index}].token`, 'must be svc_live_ followed by 32 to 128 URL-safe characters');
       }
       const unknown = item.scopes.find((scope) => !isScope(scope));
-      if (unknown !== undefined) throw new FixtureError(`${path}[${index}].scopes`, `unknown scope ${unknown}`);
+      if (unknown !== undefined) throw new FixtureError(`${path}[${index}].scopes`, `unknown scope ${unknown}; valid scopes: ${SCOPES.join(', ')}`);
       if (item.scopes.length === 0) throw new FixtureError(`${path}[${index}].scopes`, 'at least one scope is required');
       const id = item.id ?? newId('key');
       const label = item.label ?? 'fixture';
