@@ -1,9 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { newObjectIdHex } from '../libs/ids/ids';
-import { buildDemoFixture } from '../src/fixtures/demo-fixture';
 import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
-import { FixtureRegistry } from '../src/fixtures/fixture-registry';
 import { createOrg, type TestOrg } from './support/factories';
+import { freshDemo } from './support/fresh-demo';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
@@ -73,24 +72,10 @@ async function snapshot(orgId: string): Promise<string> {
   return JSON.stringify(dump);
 }
 
-/** The demo organization with every id (and the globally unique slug and public ids) made fresh, so runs sharing a server never collide. */
-function freshDemo(): { orgs: Array<Record<string, unknown>> } {
-  const fresh = new Map<string, string>();
-  const text = JSON.stringify(buildDemoFixture(t.app.get(FixtureRegistry)))
-    .replace(/"([a-z]+)_([a-f0-9]{24})"/g, (whole, prefix: string) => {
-      if (!fresh.has(whole)) fresh.set(whole, `"${prefix}_${newObjectIdHex()}"`);
-      return fresh.get(whole)!;
-    })
-    .replace(/"public_id":"([^"]+)"/g, (_whole, value: string) => `"public_id":"${value}_${newObjectIdHex().slice(-8)}"`);
-  const demo = JSON.parse(text) as { orgs: Array<Record<string, unknown>> };
-  demo.orgs[0].slug = `isolation-${newObjectIdHex()}`;
-  return demo;
-}
-
 beforeAll(async () => {
   t = await createTestApp();
   a = await createOrg(t.app);
-  const loaded = await t.app.get(FixtureLoader).load(freshDemo());
+  const loaded = await t.app.get(FixtureLoader).load(freshDemo(t.app).document);
   const orgId = loaded.orgs[0].id;
   const ids = new Map<string, string[]>();
   for (const table of ['agents', 'custom_tools', 'sources', 'connectors', 'conversations', 'triggers', 'chatbots']) {
