@@ -1,16 +1,17 @@
 import { Injectable } from '@nestjs/common';
-import { IsArray, IsBoolean, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsArray, IsBoolean, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength } from 'class-validator';
 import { randomUrlSafe } from '../../libs/crypto/crypto';
 import { newId } from '../../libs/ids/ids';
 import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { ChatbotsRepository, type NewChatbotRow } from './chatbots.repository';
+import { IsIdOf } from '../common/input-bounds';
 
 export class ChatbotFixture {
-  @IsOptional() @Matches(/^chatbot_[a-f0-9]{24}$/, { message: 'must be chatbot_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @IsIdOf('chatbot') id?: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(100) public_id?: string;
   @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
-  @IsOptional() @Matches(/^agent_[a-f0-9]{24}$/, { message: 'must be agent_<24 lowercase hex>' }) agent_id?: string | null;
+  @IsOptional() @IsIdOf('agent') agent_id?: string | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
   @IsOptional() @IsBoolean() allow_write_tools?: boolean;
   @IsOptional() @IsArray() @IsString({ each: true }) allowed_domains?: string[];

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
-import { IsArray, IsBoolean, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { IsArray, IsBoolean, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import { OptionalNonNull } from '../common/validation';
 import type { Transaction } from '../database/database.types';
@@ -8,6 +8,7 @@ import type { ConnectorToolRow } from '../database/schema';
 import { fixtureDate, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CONNECTOR_STATUSES, CONNECTOR_TOOL_TYPES } from './connectors.dto';
 import { ConnectorsRepository, type NewConnectorRow } from './connectors.repository';
+import { IsIdOf } from '../common/input-bounds';
 
 /** The spec types a tool's optional fields without null. */
 export class ConnectorToolFixture {
@@ -20,7 +21,7 @@ export class ConnectorToolFixture {
 }
 
 export class ConnectorFixture {
-  @IsOptional() @Matches(/^connector_[a-f0-9]{24}$/, { message: 'must be connector_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @IsIdOf('connector') id?: string;
   @IsString() @IsNotEmpty() @MaxLength(100) type!: string;
   @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
   @IsOptional() @IsIn(CONNECTOR_STATUSES) status?: string;

@@ -8,8 +8,9 @@ import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { CreateCustomToolDto, CustomToolDto, UpdateCustomToolDto } from './custom-tools.dto';
 import { CustomToolsService } from './custom-tools.service';
+import { idPattern } from '../common/input-bounds';
 
-const TOOL_ID = { name: 'id', description: '`tool_<24 hex>`', schema: { type: 'string', pattern: '^tool_[a-f0-9]{24}$' } } as const;
+const TOOL_ID = { name: 'id', description: '`tool_<24 hex>`', schema: { type: 'string', pattern: idPattern('customTool') } } as const;
 const IDEMPOTENCY_KEY = {
   name: 'Idempotency-Key',
   required: false,

@@ -8,8 +8,9 @@ import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { CreateSourceDto, SourceDto } from './sources.dto';
 import { SourcesService } from './sources.service';
+import { idPattern } from '../common/input-bounds';
 
-const SOURCE_ID = { name: 'id', description: '`source_<24 hex>`', schema: { type: 'string', pattern: '^source_[a-f0-9]{24}$' } } as const;
+const SOURCE_ID = { name: 'id', description: '`source_<24 hex>`', schema: { type: 'string', pattern: idPattern('source') } } as const;
 
 @ApiTags('Sources')
 @Controller('sources')

@@ -10,7 +10,6 @@ import {
   IsObject,
   IsOptional,
   IsString,
-  Matches,
   MaxLength,
   Min,
   ValidateNested,
@@ -21,6 +20,7 @@ import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArr
 import { SOURCE_TYPES, SYNC_STATUSES } from './sources.dto';
 import { SourcesRepository, UPLOAD_SOURCE_NAME, type NewDocumentRow, type NewSourceRow } from './sources.repository';
 import { sourceConfigProblems } from './sources.service';
+import { IsIdOf } from '../common/input-bounds';
 
 export class DocumentFixture {
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(128) id?: string;
@@ -30,7 +30,7 @@ export class DocumentFixture {
 
 /** A Source as the API shows it, plus `config` and `documents` (operations.md). */
 export class SourceFixture {
-  @IsOptional() @Matches(/^source_[a-f0-9]{24}$/, { message: 'must be source_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @IsIdOf('source') id?: string;
   @IsIn(SOURCE_TYPES) type!: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) name?: string;
   @IsOptional() @IsString() @MaxLength(64) connector_id?: string | null;

@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, Min, ValidateNested } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength, Min, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CRON_SCHEDULED_EVENT, isCustomTrigger } from './triggers.dto';
 import { TriggersRepository, type NewTriggerRow } from './triggers.repository';
+import { IsIdOf } from '../common/input-bounds';
 
 export class TriggerScheduleFixture {
   @IsOptional() @IsString() @MaxLength(200) cron_expression?: string | null;
@@ -16,9 +17,9 @@ export class TriggerScheduleFixture {
 }
 
 export class TriggerFixture {
-  @IsOptional() @Matches(/^trigger_[a-f0-9]{24}$/, { message: 'must be trigger_<24 lowercase hex>' }) id?: string;
-  @IsOptional() @Matches(/^agent_[a-f0-9]{24}$/, { message: 'must be agent_<24 lowercase hex>' }) agent_id?: string | null;
-  @IsOptional() @Matches(/^connector_[a-f0-9]{24}$/, { message: 'must be connector_<24 lowercase hex>' }) connector_id?: string | null;
+  @IsOptional() @IsIdOf('trigger') id?: string;
+  @IsOptional() @IsIdOf('agent') agent_id?: string | null;
+  @IsOptional() @IsIdOf('connector') connector_id?: string | null;
   @IsString() @IsNotEmpty() @MaxLength(100) connector_type!: string;
   @IsString() @IsNotEmpty() @MaxLength(200) event!: string;
   @IsOptional() @IsBoolean() is_active?: boolean;
