@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiHeader, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { Page } from '../common/envelope';
@@ -11,13 +11,6 @@ import { CustomToolsService } from './custom-tools.service';
 import { idPattern } from '../common/input-bounds';
 
 const TOOL_ID = { name: 'id', description: '`tool_<24 hex>`', schema: { type: 'string', pattern: idPattern('customTool') } } as const;
-const IDEMPOTENCY_KEY = {
-  name: 'Idempotency-Key',
-  required: false,
-  description: '1 to 128 ASCII characters; a retry with the same key and body returns the stored response.',
-  schema: { type: 'string', minLength: 1, maxLength: 128 },
-} as const;
-
 @ApiTags('Custom tools')
 @Controller('custom_tools')
 export class CustomToolsController {
@@ -39,7 +32,6 @@ export class CustomToolsController {
     summary: 'Create a custom tool',
     description: '`name` is generated from `label`. Credentials are encrypted at rest and never returned. Plan cap: `limits.custom_tool_slots`.',
   })
-  @ApiHeader(IDEMPOTENCY_KEY)
   @ApiEnvelope(CustomToolDto, { status: 201 })
   @ApiErrors(409, 422)
   createCustomTool(@Auth() auth: AuthContext, @Body() body: CreateCustomToolDto): Promise<CustomToolDto> {
@@ -64,7 +56,6 @@ export class CustomToolsController {
     description: 'Omitted fields are unchanged; `name` cannot be changed. Sending `auth.credentials` rotates them; omitting them keeps them.',
   })
   @ApiParam(TOOL_ID)
-  @ApiHeader(IDEMPOTENCY_KEY)
   @ApiEnvelope(CustomToolDto)
   @ApiErrors(404, 409, 422)
   updateCustomTool(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: UpdateCustomToolDto): Promise<CustomToolDto> {

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiHeader, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { Page } from '../common/envelope';
@@ -33,12 +33,6 @@ export class SourcesController {
     summary: 'Create a website or webpage source',
     description:
       '`type` = `upload` returns 409 (the singleton already exists); `type` = `connector` returns 422. New sources start in `sync_status` `fetching`. Plan cap: `limits.sources`.',
-  })
-  @ApiHeader({
-    name: 'Idempotency-Key',
-    required: false,
-    description: '1 to 128 ASCII characters; a retry with the same key and body returns the stored response.',
-    schema: { type: 'string', minLength: 1, maxLength: 128 },
   })
   @ApiEnvelope(SourceDto, { status: 201 })
   @ApiErrors(409, 422)
