@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { RequestMethod, type Type } from '@nestjs/common';
@@ -7,7 +7,6 @@ import { ID_PREFIXES, type IdKind } from '../libs/ids/ids';
 import { PUBLIC_ROUTE, REQUIRED_SCOPE } from '../src/auth/auth.decorators';
 import { SCOPES } from '../src/auth/scopes';
 import { idPattern } from '../src/common/input-bounds';
-import { DEMO_SECTION_FILES } from '../src/fixtures/demo-fixture';
 import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
 import { FixtureRegistry } from '../src/fixtures/fixture-registry';
 import { freshDemo } from './support/fresh-demo';
@@ -150,18 +149,16 @@ describe('every module is registered everywhere it must be', () => {
   });
 
   test('every fixture section has demo rows, and the API serves them', async () => {
-    const sections = t.app.get(FixtureRegistry).ordered().map((section) => section.name);
-    expect(sections).toEqual(expect.arrayContaining(['agents', 'chatbots']));
-    // a demo file list entry for a section no module registers is a leftover
-    expect(Object.keys(DEMO_SECTION_FILES).filter((name) => !sections.includes(name))).toEqual([]);
-
-    const withoutDemo = sections.filter((name) => {
-      if (name in SECTIONS_WITHOUT_ROUTES) return false;
-      const file = DEMO_SECTION_FILES[name] ? join(ROOT, DEMO_SECTION_FILES[name]) : null;
-      if (!file || !existsSync(file)) return true;
-      const rows = JSON.parse(readFileSync(file, 'utf8')) as unknown[];
-      return !Array.isArray(rows) || rows.length === 0;
-    });
+    const sections = t.app.get(FixtureRegistry).ordered();
+    expect(sections.map((section) => section.name)).toEqual(expect.arrayContaining(['agents', 'chatbots']));
+    const withoutDemo = sections
+      .filter((section) => !(section.name in SECTIONS_WITHOUT_ROUTES))
+      .filter((section) => {
+        if (section.demoFile === null) return true;
+        const rows = JSON.parse(readFileSync(join(ROOT, section.demoFile), 'utf8')) as unknown[];
+        return !Array.isArray(rows) || rows.length === 0;
+      })
+      .map((section) => section.name);
     expect(withoutDemo).toEqual([]);
 
     // load the demo under fresh ids; every section's rows must show up in some served GET
@@ -174,7 +171,7 @@ describe('every module is registered everywhere it must be', () => {
       served += JSON.stringify((await t.http.get(`/api/v1${path}?limit=100`).set('Authorization', auth)).body);
     }
     const org = demo.document.orgs[0];
-    const unserved = sections.filter((name) => {
+    const unserved = sections.map((section) => section.name).filter((name) => {
       if (name in SECTIONS_WITHOUT_ROUTES) return false;
       const ids = ((org[name] ?? []) as Array<{ id?: string }>).flatMap((row) => (row.id ? [row.id] : []));
       return !ids.some((id) => served.includes(`"${id}"`));

@@ -77,6 +77,7 @@ function requireDeclared(ctx: FixtureContext, kind: string, id: string, path: st
 export class AgentsFixtureSection extends RegisteredFixtureSection<NewAgentRow[]> {
   readonly name = 'agents';
   readonly order = 40;
+  readonly demoFile = 'src/agents/agents.demo.json';
 
   constructor(
     registry: FixtureRegistry,

@@ -21,6 +21,8 @@ export class ApiKeyFixture {
 export class ApiKeysFixtureSection extends RegisteredFixtureSection<ApiKeyInput[]> {
   readonly name = 'api_keys';
   readonly order = 10;
+  // the demo organization's one key is built with it (src/fixtures/demo-fixture.ts)
+  readonly demoFile = null;
 
   constructor(
     registry: FixtureRegistry,

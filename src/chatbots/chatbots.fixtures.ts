@@ -25,6 +25,7 @@ export class ChatbotFixture {
 export class ChatbotsFixtureSection extends RegisteredFixtureSection<NewChatbotRow[]> {
   readonly name = 'chatbots';
   readonly order = 60;
+  readonly demoFile = 'src/chatbots/chatbots.demo.json';
 
   constructor(
     registry: FixtureRegistry,

@@ -36,6 +36,7 @@ export class ConnectorFixture {
 export class ConnectorsFixtureSection extends RegisteredFixtureSection<NewConnectorRow[]> {
   readonly name = 'connectors';
   readonly order = 20;
+  readonly demoFile = 'src/connectors/connectors.demo.json';
 
   constructor(
     registry: FixtureRegistry,

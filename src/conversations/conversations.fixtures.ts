@@ -92,6 +92,7 @@ export function ticketIdsOf(metadata: Record<string, unknown> | null | undefined
 export class ConversationsFixtureSection extends RegisteredFixtureSection<ParsedConversations> {
   readonly name = 'conversations';
   readonly order = 50;
+  readonly demoFile = 'src/conversations/conversations.demo.json';
 
   constructor(
     registry: FixtureRegistry,

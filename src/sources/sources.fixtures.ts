@@ -55,6 +55,7 @@ interface ParsedSource {
 export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource[]> {
   readonly name = 'sources';
   readonly order = 30;
+  readonly demoFile = 'src/sources/sources.demo.json';
 
   constructor(
     registry: FixtureRegistry,

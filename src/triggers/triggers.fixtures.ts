@@ -39,6 +39,7 @@ const iso = (value: string | null | undefined): string | null => (value ? new Da
 export class TriggersFixtureSection extends RegisteredFixtureSection<NewTriggerRow[]> {
   readonly name = 'triggers';
   readonly order = 60;
+  readonly demoFile = 'src/triggers/triggers.demo.json';
 
   constructor(
     registry: FixtureRegistry,
