@@ -77,13 +77,20 @@ beforeAll(async () => {
   a = await createOrg(t.app);
   const loaded = await t.app.get(FixtureLoader).load(freshDemo(t.app).document);
   const orgId = loaded.orgs[0].id;
+  document = (await t.http.get('/api/v1/openapi.json')).body;
+  // the tables whose ids the served routes take (`/widgets/{id}` → widgets)
+  const tables = new Set<string>();
+  for (const [path, item] of Object.entries(document.paths)) {
+    for (const operation of Object.values(item)) {
+      for (const parameter of operation.parameters ?? []) if (parameter.in === 'path') tables.add(tableOf(path, parameter.name));
+    }
+  }
   const ids = new Map<string, string[]>();
-  for (const table of ['agents', 'custom_tools', 'sources', 'connectors', 'conversations', 'triggers', 'chatbots']) {
+  for (const table of tables) {
     const rows = (await t.connection.db.execute(sql`select id from ${sql.identifier(table)} where org_id = ${orgId} order by id`)) as unknown as { rows: Array<{ id: string }> };
     ids.set(table, rows.rows.map((row) => row.id));
   }
   b = { orgId, auth: `Bearer ${loaded.generated_keys[0].token}`, ids };
-  document = (await t.http.get('/api/v1/openapi.json')).body;
 }, 60_000);
 afterAll(() => t.close());
 
