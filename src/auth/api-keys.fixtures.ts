@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { IsArray, IsBoolean, IsISO8601, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsArray, IsBoolean, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { ApiError, ErrorCode } from '../common/api-error';
 import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
@@ -7,13 +7,14 @@ import { newId } from '../../libs/ids/ids';
 import { ApiKeysService, generateToken, isWellFormedToken, type ApiKeyInput } from './api-keys.service';
 import { isScope, SCOPES } from './scopes';
 import { IsIdOf } from '../common/input-bounds';
+import { IsDateTime } from '../common/validation';
 
 export class ApiKeyFixture {
   @IsOptional() @IsIdOf('key') id?: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) label?: string;
   @IsOptional() @IsString() token?: string;
   @IsArray() @IsString({ each: true }) scopes!: string[];
-  @IsOptional() @IsISO8601() expires_at?: string | null;
+  @IsOptional() @IsDateTime() expires_at?: string | null;
   @IsOptional() @IsBoolean() revoked?: boolean;
 }
 

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { Page } from '../common/envelope';
@@ -34,8 +34,13 @@ export class SourcesController {
     description:
       '`type` = `upload` returns 409 (the singleton already exists); `type` = `connector` returns 422. New sources start in `sync_status` `fetching`. Plan cap: `limits.sources`.',
   })
+  // "Try it out" in /docs sends this as it is: a valid body
+  @ApiBody({
+    type: CreateSourceDto,
+    examples: { website: { summary: 'A website source', value: { type: 'website', name: 'Help center', config: { url: 'https://help.example.com' } } } },
+  })
   @ApiEnvelope(SourceDto, { status: 201 })
-  @ApiErrors(409, 422)
+  @ApiErrors({ status: 409, description: '`conflict`: `type` = `upload` — the upload source is a per-organization singleton that already exists.' }, 422)
   createSource(@Auth() auth: AuthContext, @Body() body: CreateSourceDto): Promise<SourceDto> {
     return this.sources.createSource(auth.orgId, body);
   }
