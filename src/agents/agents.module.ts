@@ -3,7 +3,7 @@ import { OrgsModule } from '../orgs/orgs.module';
 import { AgentCascadeRepository } from './agent-cascade.repository';
 import { AgentReferencesRepository } from './agent-references.repository';
 import { AgentsTrashRepository } from './agents-trash.repository';
-import { AgentsTrashScheduler } from './agents-trash.scheduler';
+import { AgentsTrashJob } from './agents-trash.job';
 import { AgentsTrashService } from './agents-trash.service';
 import { AgentsController } from './agents.controller';
 import { AgentsFixtureSection } from './agents.fixtures';
@@ -20,7 +20,7 @@ import { AgentsService } from './agents.service';
     AgentsTrashRepository,
     AgentsService,
     AgentsTrashService,
-    AgentsTrashScheduler,
+    AgentsTrashJob,
     AgentsFixtureSection,
   ],
   // the CLI's `trash purge` runs AgentsTrashService.purgeExpiredTrash once
