@@ -21,6 +21,7 @@ import { HotRoutesModule } from './hot-routes/hot-routes.module';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { MetaModule } from './meta/meta.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { SourcesModule } from './sources/sources.module';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard';
@@ -45,6 +46,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.forRoot(config, logger),
+        MetricsModule,
         DatabaseModule.forRoot(options.connection),
         ...(config.jobsEnabled ? [ScheduleModule.forRoot()] : []),
         AuthModule,

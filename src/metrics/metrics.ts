@@ -1,0 +1,250 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired';
+export type IdempotencyOutcome = 'executed' | 'replayed' | 'conflict';
+export type RateLimitDecision = 'allowed' | 'limited';
+export type JobName = 'trash_purge' | 'idempotency_purge';
+
+export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'expired'];
+export const IDEMPOTENCY_OUTCOMES: readonly IdempotencyOutcome[] = ['executed', 'replayed', 'conflict'];
+export const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = ['allowed', 'limited'];
+export const JOB_NAMES: readonly JobName[] = ['trash_purge', 'idempotency_purge'];
+
+/** The route label of a request no route matched (404s, paths outside the API prefix). */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+export interface PoolStats {
+  /** connections open, busy or idle */
+  total: number;
+  idle: number;
+  /** requests queued for a connection */
+  waiting: number;
+  max: number;
+}
+
+const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+// point reads take about a millisecond: finer buckets at the low end than prom-client's default
+const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const JOB_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900];
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+interface HttpSeries {
+  requests: Counter.Internal;
+  duration: Histogram.Internal<string>;
+}
+
+/** The SQLSTATE class (its first two characters) of a database error, looked for along the cause chain; "none" without one. */
+export function sqlstateClass(error: unknown): string {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && SQLSTATE.test(code)) return code.slice(0, 2);
+    current = (current as { cause?: unknown }).cause;
+  }
+  // connection refused or lost, client-side timeout: the driver's errors carry no SQLSTATE
+  return 'none';
+}
+
+/**
+ * Every metric of the service, in one registry per application (tests run
+ * several apps in one process). Label values come from closed sets only —
+ * method, route template, status, reason, outcome, job, SQLSTATE class —
+ * so no request can add a series.
+ *
+ * Disabled (no METRICS_PORT) every recording call returns at once: nothing
+ * is collected that nobody can read.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly httpSeries = new Map<string, HttpSeries>();
+  private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+  private readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  private readonly authFailures: Counter<'reason'>;
+  private readonly idempotencyOutcomes: Counter<'outcome'>;
+  private readonly rateLimitDecisions: Counter<'decision'>;
+  private readonly rateLimitFallbackDecisions: Counter;
+  private readonly queryErrors: Counter<'sqlstate_class'>;
+  private readonly jobRuns: Counter<'job' | 'outcome'>;
+  private readonly jobRowsRemoved: Counter<'job'>;
+  private readonly jobDuration: Histogram<'job'>;
+  private readonly jobLastSuccess: Gauge<'job'>;
+
+  constructor(readonly enabled: boolean) {
+    const registers = [this.registry];
+    this.httpRequests = new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP responses sent, by method, route template and status.',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
+    this.httpDuration = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time from the request reaching the service to its response being sent, by method, route template and status.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: HTTP_BUCKETS,
+      registers,
+    });
+    this.authFailures = new Counter({
+      name: 'auth_failures_total',
+      help: 'Requests refused 401 by API-key authentication, by reason.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.idempotencyOutcomes = new Counter({
+      name: 'idempotency_requests_total',
+      help: 'Requests with an Idempotency-Key, by outcome: executed, replayed, or refused as a conflicting reuse.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.rateLimitDecisions = new Counter({
+      name: 'rate_limit_decisions_total',
+      help: 'Rate-limit checks, by decision.',
+      labelNames: ['decision'],
+      registers,
+    });
+    this.rateLimitFallbackDecisions = new Counter({
+      name: 'rate_limit_fallback_decisions_total',
+      help: "Rate-limit checks decided by this instance's memory because Redis was unavailable.",
+      registers,
+    });
+    this.queryErrors = new Counter({
+      name: 'db_query_errors_total',
+      help: 'Failed database queries, by SQLSTATE class ("none": driver errors without one, e.g. connection lost or client timeout).',
+      labelNames: ['sqlstate_class'],
+      registers,
+    });
+    this.jobRuns = new Counter({
+      name: 'job_runs_total',
+      help: 'Background job runs, by job and outcome.',
+      labelNames: ['job', 'outcome'],
+      registers,
+    });
+    this.jobRowsRemoved = new Counter({
+      name: 'job_rows_removed_total',
+      help: 'Rows deleted by background jobs, by job.',
+      labelNames: ['job'],
+      registers,
+    });
+    this.jobDuration = new Histogram({
+      name: 'job_duration_seconds',
+      help: 'Duration of background job runs, by job.',
+      labelNames: ['job'],
+      buckets: JOB_BUCKETS,
+      registers,
+    });
+    this.jobLastSuccess = new Gauge({
+      name: 'job_last_success_timestamp_seconds',
+      help: 'Unix time of the last successful run of a background job in this process (0: none yet).',
+      labelNames: ['job'],
+      registers,
+    });
+    if (!enabled) return;
+    // every closed-set series exists from the start, at 0, so that rate() and alerts see the first event
+    for (const reason of AUTH_FAILURE_REASONS) this.authFailures.inc({ reason }, 0);
+    for (const outcome of IDEMPOTENCY_OUTCOMES) this.idempotencyOutcomes.inc({ outcome }, 0);
+    for (const decision of RATE_LIMIT_DECISIONS) this.rateLimitDecisions.inc({ decision }, 0);
+    this.rateLimitFallbackDecisions.inc(0);
+    for (const job of JOB_NAMES) {
+      for (const outcome of ['success', 'failure']) this.jobRuns.inc({ job, outcome }, 0);
+      this.jobRowsRemoved.inc({ job }, 0);
+      this.jobDuration.zero({ job });
+      this.jobLastSuccess.set({ job }, 0);
+    }
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** One finished HTTP response. `route` is the matched route template, or {@link UNMATCHED_ROUTE}. */
+  observeRequest(method: string | undefined, route: string, status: number, seconds: number): void {
+    if (!this.enabled) return;
+    const label = method !== undefined && HTTP_METHODS.has(method) ? method : 'other';
+    const key = `${label} ${status} ${route}`;
+    let series = this.httpSeries.get(key);
+    if (!series) {
+      // prom-client hashes the label set on every call; the children are resolved once per series
+      const labels = { method: label, route, status: String(status) };
+      series = { requests: this.httpRequests.labels(labels), duration: this.httpDuration.labels(labels) };
+      this.httpSeries.set(key, series);
+    }
+    series.requests.inc();
+    series.duration.observe(seconds);
+  }
+
+  authFailure(reason: AuthFailureReason): void {
+    if (this.enabled) this.authFailures.inc({ reason });
+  }
+
+  idempotencyOutcome(outcome: IdempotencyOutcome): void {
+    if (this.enabled) this.idempotencyOutcomes.inc({ outcome });
+  }
+
+  /** One rate-limit check; `fallback` when it was counted in memory because Redis was unavailable. */
+  rateLimitDecision(decision: RateLimitDecision, fallback = false): void {
+    if (!this.enabled) return;
+    this.rateLimitDecisions.inc({ decision });
+    if (fallback) this.rateLimitFallbackDecisions.inc();
+  }
+
+  queryError(error: unknown): void {
+    if (this.enabled) this.queryErrors.inc({ sqlstate_class: sqlstateClass(error) });
+  }
+
+  /**
+   * Runs one background job and records it: `work` resolves to the number of
+   * rows it removed; a rejection counts as a failed run and is rethrown.
+   */
+  async timeJob(job: JobName, work: () => Promise<number>): Promise<number> {
+    if (!this.enabled) return work();
+    const started = process.hrtime.bigint();
+    const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
+    let rows: number;
+    try {
+      rows = await work();
+    } catch (error) {
+      this.jobDuration.observe({ job }, seconds());
+      this.jobRuns.inc({ job, outcome: 'failure' });
+      throw error;
+    }
+    this.jobDuration.observe({ job }, seconds());
+    this.jobRuns.inc({ job, outcome: 'success' });
+    this.jobRowsRemoved.inc({ job }, rows);
+    this.jobLastSuccess.set({ job }, Date.now() / 1000);
+    return rows;
+  }
+
+  /** Pool gauges read from `stats` at each scrape (PostgreSQL server only: the embedded engine has no pool). */
+  watchDatabasePool(stats: () => PoolStats): void {
+    if (!this.enabled) return;
+    const registers = [this.registry];
+    const gauge = (name: string, help: string, read: (s: PoolStats) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read(stats()));
+        },
+      });
+    gauge('db_pool_connections_in_use', 'Database connections checked out of the pool.', (s) => s.total - s.idle);
+    gauge('db_pool_connections_idle', 'Open database connections idle in the pool.', (s) => s.idle);
+    gauge('db_pool_requests_waiting', 'Queries waiting for a database connection.', (s) => s.waiting);
+    gauge('db_pool_connections_max', 'Size limit of the database pool (DB_POOL_MAX).', (s) => s.max);
+  }
+
+  /** 1 while rate limits are counted in this instance's memory because Redis is unavailable; read at each scrape. */
+  watchRateLimitFallback(active: () => boolean): void {
+    if (!this.enabled) return;
+    new Gauge({
+      name: 'rate_limit_redis_fallback_active',
+      help: "1 while rate limits are counted in this instance's memory because Redis is unavailable, else 0.",
+      registers: [this.registry],
+      collect() {
+        this.set(active() ? 1 : 0);
+      },
+    });
+  }
+
+  /** The exposition, Prometheus text format. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
