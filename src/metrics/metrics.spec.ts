@@ -55,19 +55,26 @@ describe('Metrics', () => {
     expect(sampleValue(exposition, 'http_requests_total', { method: 'other', route: 'unmatched', status: '404' })).toBe(1);
   });
 
-  test('a job run records its outcome, rows, duration and last success; a failure is rethrown', async () => {
+  test('a scheduled job has its series from the start; a run records its outcome, rows, duration and last success', async () => {
     const metrics = new Metrics(true);
+    metrics.jobScheduled('agents-trash-purge');
+    const job = { job_name: 'agents-trash-purge' };
+    let exposition = parseExposition(await metrics.render());
+    expect(sampleValue(exposition, 'job_runs_total', { ...job, outcome: 'success' })).toBe(0);
+    expect(exposition.samples).toContainEqual({ name: 'job_last_success_timestamp_seconds', labels: job, value: 0 });
+
     const before = Date.now() / 1000;
-    await expect(metrics.timeJob('trash_purge', async () => 7)).resolves.toBe(7);
-    await expect(metrics.timeJob('trash_purge', () => Promise.reject(new Error('down')))).rejects.toThrow('down');
-    const exposition = parseExposition(await metrics.render());
-    const job = { job: 'trash_purge' };
+    metrics.jobRun({ job: 'agents-trash-purge', outcome: 'ok', duration_ms: 1500, rows_removed: 7 });
+    metrics.jobRun({ job: 'agents-trash-purge', outcome: 'failed', duration_ms: 20, rows_removed: 0 });
+    metrics.jobRun({ job: 'agents-trash-purge', outcome: 'still-running', duration_ms: 0, rows_removed: 0 });
+    exposition = parseExposition(await metrics.render());
     expect(sampleValue(exposition, 'job_runs_total', { ...job, outcome: 'success' })).toBe(1);
     expect(sampleValue(exposition, 'job_runs_total', { ...job, outcome: 'failure' })).toBe(1);
+    expect(sampleValue(exposition, 'job_runs_total', { ...job, outcome: 'skipped' })).toBe(1);
     expect(sampleValue(exposition, 'job_rows_removed_total', job)).toBe(7);
     expect(sampleValue(exposition, 'job_duration_seconds_count', job)).toBe(2);
+    expect(sampleValue(exposition, 'job_duration_seconds_sum', job)).toBeCloseTo(1.52);
     expect(sampleValue(exposition, 'job_last_success_timestamp_seconds', job)).toBeGreaterThanOrEqual(Math.floor(before));
-    expect(sampleValue(exposition, 'job_last_success_timestamp_seconds', { job: 'idempotency_purge' })).toBe(0);
   });
 
   test('disabled, it records nothing and collects no default metrics', async () => {
@@ -76,7 +83,8 @@ describe('Metrics', () => {
     metrics.authFailure('missing');
     metrics.rateLimitDecision('limited', true);
     metrics.queryError({ code: '23505' });
-    await metrics.timeJob('idempotency_purge', async () => 3);
+    metrics.jobScheduled('idempotency-purge');
+    metrics.jobRun({ job: 'idempotency-purge', outcome: 'ok', duration_ms: 5, rows_removed: 3 });
     const exposition = parseExposition(await metrics.render());
     expect(exposition.samples.filter((s) => s.value !== 0)).toEqual([]);
     expect(exposition.types.has('process_cpu_seconds_total')).toBe(false);

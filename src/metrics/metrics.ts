@@ -3,12 +3,17 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired';
 export type IdempotencyOutcome = 'executed' | 'replayed' | 'conflict';
 export type RateLimitDecision = 'allowed' | 'limited';
-export type JobName = 'trash_purge' | 'idempotency_purge';
+/** One run of a scheduled job, as the job runner reports it (src/common/scheduled-jobs.ts). */
+export interface JobRun {
+  job: string;
+  outcome: 'ok' | 'failed' | 'still-running';
+  duration_ms: number;
+  rows_removed: number;
+}
 
 export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'expired'];
 export const IDEMPOTENCY_OUTCOMES: readonly IdempotencyOutcome[] = ['executed', 'replayed', 'conflict'];
 export const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = ['allowed', 'limited'];
-export const JOB_NAMES: readonly JobName[] = ['trash_purge', 'idempotency_purge'];
 
 /** The route label of a request no route matched (404s, paths outside the API prefix). */
 export const UNMATCHED_ROUTE = 'unmatched';
@@ -25,6 +30,7 @@ export interface PoolStats {
 const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 // point reads take about a millisecond: finer buckets at the low end than prom-client's default
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const JOB_OUTCOMES: Record<JobRun['outcome'], string> = { ok: 'success', failed: 'failure', 'still-running': 'skipped' };
 const JOB_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900];
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
@@ -64,10 +70,11 @@ export class Metrics {
   private readonly rateLimitDecisions: Counter<'decision'>;
   private readonly rateLimitFallbackDecisions: Counter;
   private readonly queryErrors: Counter<'sqlstate_class'>;
-  private readonly jobRuns: Counter<'job' | 'outcome'>;
-  private readonly jobRowsRemoved: Counter<'job'>;
-  private readonly jobDuration: Histogram<'job'>;
-  private readonly jobLastSuccess: Gauge<'job'>;
+  // `job_name`, not `job`: Prometheus gives every scraped series the target's `job` label
+  private readonly jobRuns: Counter<'job_name' | 'outcome'>;
+  private readonly jobRowsRemoved: Counter<'job_name'>;
+  private readonly jobDuration: Histogram<'job_name'>;
+  private readonly jobLastSuccess: Gauge<'job_name'>;
 
   constructor(readonly enabled: boolean) {
     const registers = [this.registry];
@@ -115,27 +122,27 @@ export class Metrics {
     });
     this.jobRuns = new Counter({
       name: 'job_runs_total',
-      help: 'Background job runs, by job and outcome.',
-      labelNames: ['job', 'outcome'],
+      help: 'Scheduled job runs, by job and outcome (skipped: the previous run was still going).',
+      labelNames: ['job_name', 'outcome'],
       registers,
     });
     this.jobRowsRemoved = new Counter({
       name: 'job_rows_removed_total',
-      help: 'Rows deleted by background jobs, by job.',
-      labelNames: ['job'],
+      help: 'Rows deleted by scheduled jobs, by job.',
+      labelNames: ['job_name'],
       registers,
     });
     this.jobDuration = new Histogram({
       name: 'job_duration_seconds',
-      help: 'Duration of background job runs, by job.',
-      labelNames: ['job'],
+      help: 'Duration of scheduled job runs that ran, by job.',
+      labelNames: ['job_name'],
       buckets: JOB_BUCKETS,
       registers,
     });
     this.jobLastSuccess = new Gauge({
       name: 'job_last_success_timestamp_seconds',
-      help: 'Unix time of the last successful run of a background job in this process (0: none yet).',
-      labelNames: ['job'],
+      help: 'Unix time of the last successful run of a scheduled job in this process (0: none yet).',
+      labelNames: ['job_name'],
       registers,
     });
     if (!enabled) return;
@@ -144,12 +151,6 @@ export class Metrics {
     for (const outcome of IDEMPOTENCY_OUTCOMES) this.idempotencyOutcomes.inc({ outcome }, 0);
     for (const decision of RATE_LIMIT_DECISIONS) this.rateLimitDecisions.inc({ decision }, 0);
     this.rateLimitFallbackDecisions.inc(0);
-    for (const job of JOB_NAMES) {
-      for (const outcome of ['success', 'failure']) this.jobRuns.inc({ job, outcome }, 0);
-      this.jobRowsRemoved.inc({ job }, 0);
-      this.jobDuration.zero({ job });
-      this.jobLastSuccess.set({ job }, 0);
-    }
     collectDefaultMetrics({ register: this.registry });
   }
 
@@ -188,27 +189,25 @@ export class Metrics {
     if (this.enabled) this.queryErrors.inc({ sqlstate_class: sqlstateClass(error) });
   }
 
-  /**
-   * Runs one background job and records it: `work` resolves to the number of
-   * rows it removed; a rejection counts as a failed run and is rethrown.
-   */
-  async timeJob(job: JobName, work: () => Promise<number>): Promise<number> {
-    if (!this.enabled) return work();
-    const started = process.hrtime.bigint();
-    const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
-    let rows: number;
-    try {
-      rows = await work();
-    } catch (error) {
-      this.jobDuration.observe({ job }, seconds());
-      this.jobRuns.inc({ job, outcome: 'failure' });
-      throw error;
-    }
-    this.jobDuration.observe({ job }, seconds());
-    this.jobRuns.inc({ job, outcome: 'success' });
-    this.jobRowsRemoved.inc({ job }, rows);
-    this.jobLastSuccess.set({ job }, Date.now() / 1000);
-    return rows;
+  /** A job was scheduled in this process: its series exist from now on, at 0, so an alert on a job that never succeeds can fire. */
+  jobScheduled(job: string): void {
+    if (!this.enabled) return;
+    for (const outcome of Object.values(JOB_OUTCOMES)) this.jobRuns.inc({ job_name: job, outcome }, 0);
+    this.jobRowsRemoved.inc({ job_name: job }, 0);
+    this.jobDuration.zero({ job_name: job });
+    this.jobLastSuccess.set({ job_name: job }, 0);
+  }
+
+  /** One run of a scheduled job (a run skipped because the previous one was still going has no duration). */
+  jobRun(run: JobRun): void {
+    if (!this.enabled) return;
+    const labels = { job_name: run.job };
+    this.jobRuns.inc({ ...labels, outcome: JOB_OUTCOMES[run.outcome] });
+    if (run.outcome === 'still-running') return;
+    this.jobDuration.observe(labels, run.duration_ms / 1000);
+    if (run.outcome !== 'ok') return;
+    this.jobRowsRemoved.inc(labels, run.rows_removed);
+    this.jobLastSuccess.set(labels, Date.now() / 1000);
   }
 
   /** Pool gauges read from `stats` at each scrape (PostgreSQL server only: the embedded engine has no pool). */
