@@ -211,6 +211,25 @@ describe('idempotency_requests_total: executed, replayed, conflict', () => {
   });
 });
 
+describe('db_query_errors_total: by SQLSTATE class, on either engine', () => {
+  test('a unique violation (409 agent_handle_taken) is one class-23 query error', async () => {
+    const handle = `h${randomUUID().slice(0, 12)}`;
+    expect((await createAgent({}, { handle })).status).toBe(201);
+    const delta = await moved(
+      {
+        integrity: ['db_query_errors_total', { sqlstate_class: '23' }],
+        taken: requests('POST', '/api/v1/agents', 409),
+      },
+      async () => {
+        const again = await createAgent({}, { handle });
+        expect(again.status).toBe(409);
+        expect(again.body.error.code).toBe('agent_handle_taken');
+      },
+    );
+    expect(delta).toEqual({ integrity: 1, taken: 1 });
+  });
+});
+
 describe('the exposition', () => {
   test('a scrape is not an API request: it counts nothing', async () => {
     const first = await scrape();
