@@ -59,4 +59,10 @@ describe('resolveTraceId', () => {
     }
     expect(new Set(ids).size).toBe(ids.length);
   });
+
+  test('ids stay distinct across refills of the random pool', () => {
+    const ids = Array.from({ length: 1000 }, () => newTraceId());
+    expect(new Set(ids).size).toBe(1000);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{32}$/);
+  });
 });
