@@ -61,7 +61,7 @@ describe('scheduled job metrics: runs, rows removed, duration, last success', ()
     const created = await t.http
       .post('/api/v1/agents')
       .set('Authorization', org.auth)
-      .send({ handle: `h${randomUUID().slice(0, 12)}`, name: 'Old', instructions: 'x' });
+      .send({ handle: `h${randomUUID().replace(/-/g, '').slice(0, 12)}`, name: 'Old', instructions: 'x' });
     expect(created.status).toBe(201);
     await t.http.delete(`/api/v1/agents/${created.body.data.id}`).set('Authorization', org.auth).expect(200);
     await setAgentDeletedAt(t, created.body.data.id, new Date(Date.now() - 31 * DAY_MS));

@@ -51,7 +51,7 @@ const authFailures = (reason: string): [string, Record<string, string>] => ['aut
 async function createAgent(headers: Record<string, string> = {}, body: Record<string, unknown> = {}) {
   const req = t.http.post('/api/v1/agents').set('Authorization', org.auth);
   for (const [name, value] of Object.entries(headers)) req.set(name, value);
-  return req.send({ handle: `h${randomUUID().slice(0, 12)}`, name: 'Metrics bot', instructions: 'Count.', ...body });
+  return req.send({ handle: `h${randomUUID().replace(/-/g, '').slice(0, 12)}`, name: 'Metrics bot', instructions: 'Count.', ...body });
 }
 
 describe('http_requests_total and http_request_duration_seconds: by method, route template and status', () => {
@@ -187,7 +187,7 @@ describe('rate_limit_decisions_total', () => {
 describe('idempotency_requests_total: executed, replayed, conflict', () => {
   test('a first request runs, a retry replays, a different body under the same key conflicts; no key, no count', async () => {
     const key = `metrics-${randomUUID()}`;
-    const body = { handle: `h${randomUUID().slice(0, 12)}` };
+    const body = { handle: `h${randomUUID().replace(/-/g, '').slice(0, 12)}` };
     const delta = await moved(
       {
         executed: ['idempotency_requests_total', { outcome: 'executed' }],
@@ -213,7 +213,7 @@ describe('idempotency_requests_total: executed, replayed, conflict', () => {
 
 describe('db_query_errors_total: by SQLSTATE class, on either engine', () => {
   test('a unique violation (409 agent_handle_taken) is one class-23 query error', async () => {
-    const handle = `h${randomUUID().slice(0, 12)}`;
+    const handle = `h${randomUUID().replace(/-/g, '').slice(0, 12)}`;
     expect((await createAgent({}, { handle })).status).toBe(201);
     const delta = await moved(
       {
