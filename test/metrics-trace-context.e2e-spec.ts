@@ -29,10 +29,11 @@ describe('trace context: an incoming W3C traceparent is honoured in the request 
     expect(requestLine('trace-valid-1')).toMatchObject({ request_id: 'trace-valid-1', trace_id: TRACE_ID, status: 200 });
   });
 
-  test('errors before and outside routing carry it too: unknown route, body parser, authentication', async () => {
+  test('errors before and outside routing carry it too: unknown route, bad percent-encoding, body parser, authentication', async () => {
     const cases: Array<[string, () => Promise<unknown>]> = [
       ['trace-404', () => t.http.get('/api/v1/no-such-thing').set('traceparent', TRACEPARENT).set('X-Request-ID', 'trace-404')],
       ['trace-outside', () => t.http.get('/elsewhere').set('traceparent', TRACEPARENT).set('X-Request-ID', 'trace-outside')],
+      ['trace-encoding', () => t.http.get('/api/v1/agents/%zz').set('traceparent', TRACEPARENT).set('X-Request-ID', 'trace-encoding')],
       [
         'trace-parser',
         () => t.http.post('/api/v1/agents').set('Authorization', org.auth).set('Content-Type', 'application/json').set('traceparent', TRACEPARENT).set('X-Request-ID', 'trace-parser').send('{bad'),

@@ -134,9 +134,11 @@ describe('http_requests_total and http_request_duration_seconds: by method, rout
         expect((await t.http.get('/api/v1/no-such-thing/agent_0123456789abcdef01234567').set('Authorization', org.auth)).status).toBe(404);
         expect((await t.http.get('/not-under-the-prefix/abc')).status).toBe(404);
         expect((await t.http.delete('/api/v1/org').set('Authorization', org.auth)).status).toBe(404);
+        // refused by the router itself: not valid percent-encoding
+        expect((await t.http.get('/api/v1/agents/%zz').set('Authorization', org.auth)).status).toBe(404);
       },
     );
-    expect(delta).toEqual({ get: 2, remove: 1 });
+    expect(delta).toEqual({ get: 3, remove: 1 });
     const text = await scrapeText();
     expect(text).not.toContain('no-such-thing');
     expect(text).not.toContain('not-under-the-prefix');
