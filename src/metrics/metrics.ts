@@ -18,6 +18,13 @@ export const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = ['allowed', 'l
 /** The route label of a request no route matched (404s, paths outside the API prefix). */
 export const UNMATCHED_ROUTE = 'unmatched';
 
+export interface RateLimitFallbackState {
+  /** counting in this instance's memory right now */
+  active: boolean;
+  /** hits counted in memory because Redis was unavailable, since start-up */
+  hits: number;
+}
+
 export interface PoolStats {
   /** connections open, busy or idle */
   total: number;
@@ -68,7 +75,6 @@ export class Metrics {
   private readonly authFailures: Counter<'reason'>;
   private readonly idempotencyOutcomes: Counter<'outcome'>;
   private readonly rateLimitDecisions: Counter<'decision'>;
-  private readonly rateLimitFallbackDecisions: Counter;
   private readonly queryErrors: Counter<'sqlstate_class'>;
   // `job_name`, not `job`: Prometheus gives every scraped series the target's `job` label
   private readonly jobRuns: Counter<'job_name' | 'outcome'>;
@@ -109,11 +115,6 @@ export class Metrics {
       labelNames: ['decision'],
       registers,
     });
-    this.rateLimitFallbackDecisions = new Counter({
-      name: 'rate_limit_fallback_decisions_total',
-      help: "Rate-limit checks decided by this instance's memory because Redis was unavailable.",
-      registers,
-    });
     this.queryErrors = new Counter({
       name: 'db_query_errors_total',
       help: 'Failed database queries, by SQLSTATE class ("none": driver errors without one, e.g. connection lost or client timeout).',
@@ -150,7 +151,6 @@ export class Metrics {
     for (const reason of AUTH_FAILURE_REASONS) this.authFailures.inc({ reason }, 0);
     for (const outcome of IDEMPOTENCY_OUTCOMES) this.idempotencyOutcomes.inc({ outcome }, 0);
     for (const decision of RATE_LIMIT_DECISIONS) this.rateLimitDecisions.inc({ decision }, 0);
-    this.rateLimitFallbackDecisions.inc(0);
     collectDefaultMetrics({ register: this.registry });
   }
 
@@ -178,11 +178,9 @@ export class Metrics {
     if (this.enabled) this.idempotencyOutcomes.inc({ outcome });
   }
 
-  /** One rate-limit check; `fallback` when it was counted in memory because Redis was unavailable. */
-  rateLimitDecision(decision: RateLimitDecision, fallback = false): void {
-    if (!this.enabled) return;
-    this.rateLimitDecisions.inc({ decision });
-    if (fallback) this.rateLimitFallbackDecisions.inc();
+  /** One rate-limit check (the 429 of a client already known to be over its budget included). */
+  rateLimitDecision(decision: RateLimitDecision): void {
+    if (this.enabled) this.rateLimitDecisions.inc({ decision });
   }
 
   queryError(error: unknown): void {
@@ -229,15 +227,32 @@ export class Metrics {
     gauge('db_pool_connections_max', 'Size limit of the database pool (DB_POOL_MAX).', (s) => s.max);
   }
 
-  /** 1 while rate limits are counted in this instance's memory because Redis is unavailable; read at each scrape. */
-  watchRateLimitFallback(active: () => boolean): void {
+  /**
+   * The rate-limit store's fallback, read at each scrape: whether it is
+   * counting in this instance's memory now (Redis unavailable), and how many
+   * hits it has counted there since start-up — so a fallback that came and
+   * went between two scrapes still shows.
+   */
+  watchRateLimitFallback(state: () => RateLimitFallbackState): void {
     if (!this.enabled) return;
+    const registers = [this.registry];
     new Gauge({
       name: 'rate_limit_redis_fallback_active',
       help: "1 while rate limits are counted in this instance's memory because Redis is unavailable, else 0.",
-      registers: [this.registry],
+      registers,
       collect() {
-        this.set(active() ? 1 : 0);
+        this.set(state().active ? 1 : 0);
+      },
+    });
+    let counted = 0;
+    new Counter({
+      name: 'rate_limit_fallback_decisions_total',
+      help: "Rate-limit checks counted in this instance's memory because Redis was unavailable.",
+      registers,
+      collect() {
+        const hits = state().hits;
+        if (hits > counted) this.inc(hits - counted);
+        counted = hits;
       },
     });
   }
