@@ -170,7 +170,6 @@ describe('rate_limit_decisions_total', () => {
       {
         allowed: ['rate_limit_decisions_total', { decision: 'allowed' }],
         limited: ['rate_limit_decisions_total', { decision: 'limited' }],
-        fallback: ['rate_limit_fallback_decisions_total', {}],
         ok: requests('GET', '/api/v1/org', 200),
         tooMany: requests('GET', '/api/v1/org', 429),
       },
@@ -180,7 +179,7 @@ describe('rate_limit_decisions_total', () => {
         expect(statuses).toEqual([200, 200, 429]);
       },
     );
-    expect(delta).toEqual({ allowed: 2, limited: 1, fallback: 0, ok: 2, tooMany: 1 });
+    expect(delta).toEqual({ allowed: 2, limited: 1, ok: 2, tooMany: 1 });
     // no Redis configured: never in fallback
     expect(sampleValue(await scrape(), 'rate_limit_redis_fallback_active')).toBe(0);
   });
@@ -259,7 +258,6 @@ describe('the exposition', () => {
       auth_failures_total: 'counter',
       idempotency_requests_total: 'counter',
       rate_limit_decisions_total: 'counter',
-      rate_limit_fallback_decisions_total: 'counter',
       rate_limit_redis_fallback_active: 'gauge',
       db_query_errors_total: 'counter',
       job_runs_total: 'counter',

@@ -21,7 +21,7 @@ describe('Metrics', () => {
   test('every series of a closed label set exists at 0 from the start; the exposition parses and promtool accepts it', async () => {
     const metrics = new Metrics(true);
     metrics.watchDatabasePool(() => ({ total: 4, idle: 1, waiting: 2, max: 10 }));
-    metrics.watchRateLimitFallback(() => ({ active: true, hits: 3 }));
+    metrics.watchRateLimitFallback(() => true);
     const text = await metrics.render();
     const exposition = parseExposition(text);
     for (const reason of ['missing', 'malformed', 'unknown', 'revoked', 'expired']) {
@@ -35,7 +35,6 @@ describe('Metrics', () => {
     expect(sampleValue(exposition, 'db_pool_requests_waiting')).toBe(2);
     expect(sampleValue(exposition, 'db_pool_connections_max')).toBe(10);
     expect(sampleValue(exposition, 'rate_limit_redis_fallback_active')).toBe(1);
-    expect(sampleValue(exposition, 'rate_limit_fallback_decisions_total')).toBe(3);
     // prom-client's default process and Node.js metrics
     expect(exposition.types.get('process_cpu_seconds_total')).toBe('counter');
     expect(exposition.types.get('nodejs_eventloop_lag_seconds')).toBe('gauge');
@@ -76,18 +75,6 @@ describe('Metrics', () => {
     expect(sampleValue(exposition, 'job_duration_seconds_count', job)).toBe(2);
     expect(sampleValue(exposition, 'job_duration_seconds_sum', job)).toBeCloseTo(1.52);
     expect(sampleValue(exposition, 'job_last_success_timestamp_seconds', job)).toBeGreaterThanOrEqual(Math.floor(before));
-  });
-
-  test('the fallback counter follows the store across scrapes; the gauge says whether it is active now', async () => {
-    const metrics = new Metrics(true);
-    const state = { active: true, hits: 3 };
-    metrics.watchRateLimitFallback(() => state);
-    expect(sampleValue(parseExposition(await metrics.render()), 'rate_limit_fallback_decisions_total')).toBe(3);
-    state.hits = 5;
-    state.active = false;
-    const exposition = parseExposition(await metrics.render());
-    expect(sampleValue(exposition, 'rate_limit_fallback_decisions_total')).toBe(5);
-    expect(sampleValue(exposition, 'rate_limit_redis_fallback_active')).toBe(0);
   });
 
   test('disabled, it records nothing and collects no default metrics', async () => {

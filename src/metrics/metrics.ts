@@ -18,13 +18,6 @@ export const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = ['allowed', 'l
 /** The route label of a request no route matched (404s, paths outside the API prefix). */
 export const UNMATCHED_ROUTE = 'unmatched';
 
-export interface RateLimitFallbackState {
-  /** counting in this instance's memory right now */
-  active: boolean;
-  /** hits counted in memory because Redis was unavailable, since start-up */
-  hits: number;
-}
-
 export interface PoolStats {
   /** connections open, busy or idle */
   total: number;
@@ -228,31 +221,17 @@ export class Metrics {
   }
 
   /**
-   * The rate-limit store's fallback, read at each scrape: whether it is
-   * counting in this instance's memory now (Redis unavailable), and how many
-   * hits it has counted there since start-up — so a fallback that came and
-   * went between two scrapes still shows.
+   * 1 while rate limits are counted in this instance's memory because Redis
+   * is unavailable (the store's breaker is open), read at each scrape.
    */
-  watchRateLimitFallback(state: () => RateLimitFallbackState): void {
+  watchRateLimitFallback(active: () => boolean): void {
     if (!this.enabled) return;
-    const registers = [this.registry];
     new Gauge({
       name: 'rate_limit_redis_fallback_active',
       help: "1 while rate limits are counted in this instance's memory because Redis is unavailable, else 0.",
-      registers,
+      registers: [this.registry],
       collect() {
-        this.set(state().active ? 1 : 0);
-      },
-    });
-    let counted = 0;
-    new Counter({
-      name: 'rate_limit_fallback_decisions_total',
-      help: "Rate-limit checks counted in this instance's memory because Redis was unavailable.",
-      registers,
-      collect() {
-        const hits = state().hits;
-        if (hits > counted) this.inc(hits - counted);
-        counted = hits;
+        this.set(active() ? 1 : 0);
       },
     });
   }
