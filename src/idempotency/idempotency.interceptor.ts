@@ -5,6 +5,7 @@ import { ApiError, ErrorCode } from '../common/api-error';
 import { knownApiError, renderErrorBody, summarizeError } from '../common/error-body';
 import { LOGGER, type AppLogger } from '../common/logger';
 import type { RequestContext } from '../common/request-context';
+import { Metrics } from '../metrics/metrics';
 import type { IdempotencyRecord } from './idempotency.repository';
 import {
   IDEMPOTENT_METHODS,
@@ -47,6 +48,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     private readonly idempotency: IdempotencyService,
     @Inject(LOGGER) private readonly logger: AppLogger,
     private readonly adapterHost: HttpAdapterHost,
+    private readonly metrics: Metrics,
   ) {}
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
@@ -78,6 +80,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     if (existing) {
       if (existing.fingerprint !== fingerprint) {
+        this.metrics.idempotencyOutcome('conflict');
         throw new ApiError(
           ErrorCode.IdempotencyKeyReused,
           'This Idempotency-Key was used in the last 24 hours for a different request (method, path or body).',
@@ -89,6 +92,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     // Nest sets the route's success status before the interceptors run
     const successStatus = response.statusCode;
     const store = (status: number, body: unknown) => this.store(orgId, key, { fingerprint, status, body }, startedAt, request);
+    this.metrics.idempotencyOutcome('executed');
     return next.handle().pipe(
       mergeMap(async (body: unknown) => {
         await store(successStatus, body);
@@ -103,6 +107,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   private replay(record: IdempotencyRecord, request: RequestContext, response: unknown): Observable<unknown> {
+    this.metrics.idempotencyOutcome('replayed');
     this.adapterHost.httpAdapter.setHeader(response, IDEMPOTENT_REPLAYED_HEADER, 'true');
     const stored = record.body as StoredEnvelope;
     if (stored.error && ERROR_CODES.has(stored.error.code)) {
