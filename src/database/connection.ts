@@ -7,12 +7,13 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Pool } from 'pg';
+import { Client, Pool } from 'pg';
 import { packageRoot } from '../common/package-root';
 import type { AppConfig } from '../config/config';
 import type { Database } from './database.types';
 import { drizzlePgliteClient } from './pglite-client';
 import { PgliteDirectoryLock } from './pglite-lock';
+import { QueryErrorReporter, reportingClientClass } from './query-errors';
 import * as schema from './schema';
 
 /**
@@ -35,6 +36,14 @@ export interface ConnectionLogger {
   warn(obj: object, msg: string): void;
 }
 
+/** What the PostgreSQL pool holds right now (metrics read it at each scrape). */
+export interface PoolStats {
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
+}
+
 /** An open database of either engine, with what it takes to migrate and close it. */
 export class DatabaseConnection {
   private closed = false;
@@ -46,6 +55,10 @@ export class DatabaseConnection {
     private readonly migrateFn: () => Promise<void>,
     /** the embedded engine, for tests that copy a migrated database */
     readonly pglite: PGlite | null,
+    /** every failed query, whichever engine (metrics subscribe) */
+    readonly queryErrors: QueryErrorReporter,
+    /** the pool's counts; null on the embedded engine, which has no pool */
+    readonly poolStats: (() => PoolStats) | null = null,
   ) {}
 
   static async open(config: AppConfig, logger: ConnectionLogger): Promise<DatabaseConnection> {
@@ -54,7 +67,8 @@ export class DatabaseConnection {
 
   /** Wraps an existing PGlite (tests hand in a copy of a migrated template). */
   static fromPglite(client: PGlite, onClose: () => Promise<void> = () => client.close()): DatabaseConnection {
-    const drizzleDb = drizzlePglite({ client: drizzlePgliteClient(client), schema });
+    const queryErrors = new QueryErrorReporter();
+    const drizzleDb = drizzlePglite({ client: drizzlePgliteClient(client, queryErrors), schema });
     return new DatabaseConnection(
       'pglite',
       drizzleDb as unknown as Database,
@@ -63,6 +77,7 @@ export class DatabaseConnection {
         await migratePglite(drizzleDb, { migrationsFolder: migrationsFolder() });
       },
       client,
+      queryErrors,
     );
   }
 
@@ -90,9 +105,11 @@ export class DatabaseConnection {
   }
 
   private static async openPostgres(config: AppConfig, logger: ConnectionLogger): Promise<DatabaseConnection> {
+    const queryErrors = new QueryErrorReporter();
     const pool = new Pool({
       connectionString: config.databaseUrl!,
       max: config.dbPoolMax,
+      Client: reportingClientClass(Client, queryErrors),
       connectionTimeoutMillis: Math.min(config.dbStatementTimeoutMs, 5000),
       // client-side bound on every query: a hung server cannot pile requests up
       query_timeout: config.dbStatementTimeoutMs + 1000,
@@ -122,6 +139,8 @@ export class DatabaseConnection {
         }
       },
       null,
+      queryErrors,
+      () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.dbPoolMax }),
     );
   }
 

@@ -1,4 +1,5 @@
 import { types, type PGlite, type QueryOptions, type Transaction } from '@electric-sql/pglite';
+import { QueryErrorReporter, reportingQuery } from './query-errors';
 
 /**
  * The types drizzle-orm's PGlite driver asks to receive as text (it maps
@@ -32,20 +33,21 @@ type Queryable = Pick<PGlite, 'query'>;
  * (text types only, each parser returning its input): the rows are the same,
  * without the copy. Anything else passes through untouched.
  */
-export function drizzlePgliteClient(client: PGlite): PGlite {
+export function drizzlePgliteClient(client: PGlite, queryErrors = new QueryErrorReporter()): PGlite {
   for (const oid of DRIZZLE_TEXT_TYPES) client.parsers[oid] = asText;
   const adapter = Object.create(null) as Pick<PGlite, 'query' | 'transaction'> & { parsers: PGlite['parsers'] };
-  adapter.query = withoutTextParsers(client);
-  adapter.transaction = (callback) => client.transaction((tx) => callback(transactionWithoutTextParsers(tx)));
+  // failed queries are reported (metrics), inside transactions too
+  adapter.query = reportingQuery(withoutTextParsers(client), queryErrors);
+  adapter.transaction = (callback) => client.transaction((tx) => callback(transactionWithoutTextParsers(tx, queryErrors)));
   // drizzle reads nothing else of its client but `query` and `transaction`; parsers for tests
   adapter.parsers = client.parsers;
   return adapter as unknown as PGlite;
 }
 
-function transactionWithoutTextParsers(tx: Transaction): Transaction {
+function transactionWithoutTextParsers(tx: Transaction, queryErrors: QueryErrorReporter): Transaction {
   // the transaction object is made of closures: inherit it, override query
   const wrapped = Object.create(tx) as Transaction;
-  Object.defineProperty(wrapped, 'query', { value: withoutTextParsers(tx) });
+  Object.defineProperty(wrapped, 'query', { value: reportingQuery(withoutTextParsers(tx), queryErrors) });
   return wrapped;
 }
 

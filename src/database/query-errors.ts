@@ -18,13 +18,15 @@ export class QueryErrorReporter {
 }
 
 type AnyQuery = (...args: unknown[]) => unknown;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any driver's query signature
+type DriverQuery = (...args: any[]) => unknown;
 
 /**
  * `query` reporting its failures, in the three forms node-postgres and PGlite
  * offer: a trailing callback, a returned promise, or a submittable (returned
  * as is: only cursors use it, and they report through their own events).
  */
-export function reportingQuery<Q extends AnyQuery>(query: Q, reporter: QueryErrorReporter): Q {
+export function reportingQuery<Q extends DriverQuery>(query: Q, reporter: QueryErrorReporter): Q {
   return function (this: unknown, ...args: unknown[]) {
     const last = args.length - 1;
     const callback = args[last];
@@ -33,9 +35,9 @@ export function reportingQuery<Q extends AnyQuery>(query: Q, reporter: QueryErro
         if (error) reporter.report(error);
         return (callback as AnyQuery)(error, ...rest);
       };
-      return query.apply(this, args);
+      return (query as AnyQuery).apply(this, args);
     }
-    const result = query.apply(this, args);
+    const result = (query as AnyQuery).apply(this, args);
     if (result && typeof (result as Promise<unknown>).then === 'function' && typeof (result as { submit?: unknown }).submit !== 'function') {
       // a side branch: the caller still gets (and handles) the original rejection
       (result as Promise<unknown>).then(undefined, (error: unknown) => reporter.report(error));
@@ -50,6 +52,6 @@ type QueryingClass = new (...args: any[]) => { query: (...args: any[]) => unknow
 /** A node-postgres Client class whose queries report their failures (the pool's `Client` option). */
 export function reportingClientClass<C extends QueryingClass>(Base: C, reporter: QueryErrorReporter): C {
   class ReportingClient extends Base {}
-  ReportingClient.prototype.query = reportingQuery(Base.prototype.query as AnyQuery, reporter);
+  ReportingClient.prototype.query = reportingQuery(Base.prototype.query as DriverQuery, reporter);
   return ReportingClient;
 }

@@ -1,7 +1,30 @@
-import { Global, Module } from '@nestjs/common';
+import { Global, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config';
+import { DatabaseConnection } from '../database/connection';
 import { Metrics } from './metrics';
 import { MetricsServer } from './metrics.server';
+
+/** Connects the database's own reports (failed queries, the pool) to the metrics. */
+@Injectable()
+class DatabaseMetrics implements OnModuleInit, OnApplicationShutdown {
+  private unsubscribe: (() => void) | null = null;
+
+  constructor(
+    private readonly metrics: Metrics,
+    @Inject(DatabaseConnection) private readonly connection: DatabaseConnection,
+  ) {}
+
+  onModuleInit(): void {
+    if (!this.metrics.enabled) return;
+    this.unsubscribe = this.connection.queryErrors.subscribe((error) => this.metrics.queryError(error));
+    if (this.connection.poolStats) this.metrics.watchDatabasePool(this.connection.poolStats);
+  }
+
+  onApplicationShutdown(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+  }
+}
 
 /**
  * The service's one metrics registry (`Metrics`, injectable everywhere) and
@@ -13,6 +36,7 @@ import { MetricsServer } from './metrics.server';
   providers: [
     { provide: Metrics, inject: [APP_CONFIG], useFactory: (config: AppConfig) => new Metrics(config.metricsPort !== null) },
     MetricsServer,
+    DatabaseMetrics,
   ],
   exports: [Metrics, MetricsServer],
 })
