@@ -3,6 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { LOGGER, type AppLogger } from '../common/logger';
 import { APP_CONFIG, type AppConfig } from '../config/config';
+import { Metrics } from '../metrics/metrics';
 import { AgentsTrashService } from './agents-trash.service';
 
 export const TRASH_PURGE_JOB = 'agents-trash-purge';
@@ -22,6 +23,7 @@ export class AgentsTrashScheduler implements OnApplicationBootstrap, OnApplicati
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly trash: AgentsTrashService,
     @Inject(LOGGER) private readonly logger: AppLogger,
+    private readonly metrics: Metrics,
     @Optional() private readonly registry?: SchedulerRegistry,
   ) {}
 
@@ -29,6 +31,7 @@ export class AgentsTrashScheduler implements OnApplicationBootstrap, OnApplicati
     if (!this.config.jobsEnabled || this.config.trashPurgeCron === null || !this.registry) return;
     this.job = CronJob.from({ cronTime: this.config.trashPurgeCron, onTick: () => this.tick(), start: false, utcOffset: 0 });
     this.registry.addCronJob(TRASH_PURGE_JOB, this.job);
+    this.metrics.jobScheduled(TRASH_PURGE_JOB);
     this.job.start();
     this.logger.info({ cron: this.config.trashPurgeCron }, 'agent trash purge scheduled');
   }
@@ -42,10 +45,13 @@ export class AgentsTrashScheduler implements OnApplicationBootstrap, OnApplicati
 
   /** One run at a time per instance; across instances the purge's advisory lock decides. */
   async tick(): Promise<void> {
-    if (this.running) return;
+    if (this.running) return this.metrics.jobRun({ job: TRASH_PURGE_JOB, outcome: 'still-running', duration_ms: 0, rows_removed: 0 });
     this.running = true;
     try {
-      await this.trash.purgeExpiredTrash(new Date());
+      await this.metrics.timeJob(TRASH_PURGE_JOB, async () => {
+        const purged = await this.trash.purgeExpiredTrash(new Date());
+        return purged.agents + purged.triggers + purged.chatbots;
+      });
     } catch (error) {
       this.logger.error({ err: { message: (error as Error).message } }, 'agent trash purge failed');
     } finally {
