@@ -77,18 +77,6 @@ describe('Metrics', () => {
     expect(sampleValue(exposition, 'job_last_success_timestamp_seconds', job)).toBeGreaterThanOrEqual(Math.floor(before));
   });
 
-  test('timeJob records a run around the work; a failure is recorded and rethrown', async () => {
-    const metrics = new Metrics(true);
-    await expect(metrics.timeJob('idempotency-purge', async () => 4)).resolves.toBe(4);
-    await expect(metrics.timeJob('idempotency-purge', () => Promise.reject(new Error('down')))).rejects.toThrow('down');
-    const exposition = parseExposition(await metrics.render());
-    const job = { job_name: 'idempotency-purge' };
-    expect(sampleValue(exposition, 'job_runs_total', { ...job, outcome: 'success' })).toBe(1);
-    expect(sampleValue(exposition, 'job_runs_total', { ...job, outcome: 'failure' })).toBe(1);
-    expect(sampleValue(exposition, 'job_rows_removed_total', job)).toBe(4);
-    expect(sampleValue(exposition, 'job_duration_seconds_count', job)).toBe(2);
-  });
-
   test('disabled, it records nothing and collects no default metrics', async () => {
     const metrics = new Metrics(false);
     metrics.observeRequest('GET', '/api/v1/org', 200, 0.001);

@@ -201,22 +201,6 @@ export class Metrics {
     this.jobLastSuccess.set(labels, Date.now() / 1000);
   }
 
-  /**
-   * Runs one job and records it as {@link jobRun} does: `work` resolves to
-   * the rows it removed; a rejection is a failed run and is rethrown.
-   */
-  async timeJob(job: string, work: () => Promise<number>): Promise<number> {
-    const started = performance.now();
-    try {
-      const rows = await work();
-      this.jobRun({ job, outcome: 'ok', duration_ms: performance.now() - started, rows_removed: rows });
-      return rows;
-    } catch (error) {
-      this.jobRun({ job, outcome: 'failed', duration_ms: performance.now() - started, rows_removed: 0 });
-      throw error;
-    }
-  }
-
   /** Pool gauges read from `stats` at each scrape (PostgreSQL server only: the embedded engine has no pool). */
   watchDatabasePool(stats: () => PoolStats): void {
     if (!this.enabled) return;
