@@ -50,7 +50,7 @@ function cpuTimeUs(pid: number | undefined): number {
     return NaN;
   }
 }
-type Target = 'service' | 'baseline (a) memory' | 'baseline (b) data';
+type Target = 'service' | 'service, metrics on' | 'baseline (a) memory' | 'baseline (b) data';
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -211,13 +211,9 @@ async function main(): Promise<void> {
     const counter = { n: 0 };
     const results = new Map<string, Partial<Record<Target, Measure>>>();
 
-    // the service, as users run it (default log level: one line per request)
-    const service = await start(
-      'service',
-      'dist/src/main.js',
-      { ...dbEnv, ...secrets, HOST: '127.0.0.1', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_HOUR: '100000000', TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off' },
-      logFile,
-    );
+    // the service, as users run it (default log level: one line per request; metrics off, the default)
+    const serviceEnv = { ...dbEnv, ...secrets, HOST: '127.0.0.1', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_HOUR: '100000000', TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off' };
+    const service = await start('service', 'dist/src/main.js', serviceEnv, logFile);
     const available: BenchPath[] = [];
     const bodies: Array<{ method: string; pattern: string; status: number; data: unknown }> = [];
     for (const path of BENCH_PATHS) {
@@ -242,6 +238,16 @@ async function main(): Promise<void> {
     }
     await stop(service.child);
 
+    // the same build with metrics on (METRICS_PORT): what collecting them costs per request
+    const metricsPort = await freePort();
+    const metered = await start('service, metrics on', 'dist/src/main.js', { ...serviceEnv, METRICS_PORT: String(metricsPort) }, logFile);
+    for (const path of available) {
+      console.log(`bench: service, metrics on ${path.name}`);
+      results.get(path.name)!['service, metrics on'] = await measure(metered, path, ctx, counter);
+    }
+    const scrape = await metricsSummary(`http://127.0.0.1:${metricsPort}/metrics`);
+    await stop(metered.child);
+
     // (b) same SQL, same database (PGlite: the directory is free again now)
     const data = await start('baseline (b)', 'dist/bench/baseline-data.js', dbEnv, logFile);
     for (const path of available) {
@@ -261,9 +267,35 @@ async function main(): Promise<void> {
     await stop(memory.child);
 
     report(engine, available, results, Date.now() - started);
+    reportMetricsCost(available, results, scrape);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** One scrape at the end of the metered run: proof the metrics were on, and what a scrape holds. */
+async function metricsSummary(url: string): Promise<{ series: number; requests: number; bytes: number }> {
+  const text = await (await fetch(url)).text();
+  const samples = text.split('\n').filter((line) => line !== '' && !line.startsWith('#'));
+  const requests = samples.filter((line) => line.startsWith('http_requests_total{')).reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+  return { series: samples.length, requests, bytes: Buffer.byteLength(text) };
+}
+
+/** The same build with metrics off (the default) and on, path by path. */
+function reportMetricsCost(paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>, scrape: { series: number; requests: number; bytes: number }): void {
+  console.log('\nmetrics (issue 12): the same build with METRICS_PORT unset (off) and set (on), run one after the other\n');
+  console.log('| path | req/s off | req/s on | on / off | p99 off / on (ms) | CPU µs/req off | CPU µs/req on | CPU on / off |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  const fmt = (n: number | undefined) => (n === undefined || Number.isNaN(n) ? '–' : n >= 100 ? n.toFixed(0) : n.toFixed(1));
+  for (const path of paths) {
+    const off = results.get(path.name)!.service!;
+    const on = results.get(path.name)!['service, metrics on'];
+    if (!on) continue;
+    console.log(
+      `| ${path.name} | ${fmt(off.rps)} | ${fmt(on.rps)} | ${(on.rps / off.rps).toFixed(2)} | ${fmt(off.p99)} / ${fmt(on.p99)} | ${fmt(off.cpuUs)} | ${fmt(on.cpuUs)} | ${(on.cpuUs / off.cpuUs).toFixed(2)} |`,
+    );
+  }
+  console.log(`\none scrape after the metered run: ${scrape.series} series, ${(scrape.bytes / 1024).toFixed(0)} KiB, http_requests_total summed ${scrape.requests}`);
 }
 
 function report(engine: string, paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>, elapsedMs: number): void {

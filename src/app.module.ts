@@ -21,6 +21,7 @@ import { FixturesModule } from './fixtures/fixtures.module';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { MetaModule } from './meta/meta.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { SourcesModule } from './sources/sources.module';
 import { TeamModule } from './team/team.module';
@@ -43,6 +44,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.forRoot(config, logger),
+        MetricsModule,
         DatabaseModule.forRoot(options.connection),
         ...(config.jobsEnabled ? [ScheduleModule.forRoot()] : []),
         AuthModule,

@@ -7,6 +7,8 @@ import { dirname, join } from 'node:path';
 import { ApiError, ErrorCode } from './common/api-error';
 import { renderErrorBody } from './common/error-body';
 import type { AppLogger } from './common/logger';
+import { Metrics, UNMATCHED_ROUTE } from './metrics/metrics';
+import { resolveTraceId } from '../libs/trace-context/trace-context';
 import { isJsonContentType, MAX_BODY_BYTES, parseJsonBody, readBody } from './common/request-body';
 import { parseQueryString, REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from './common/request-context';
 import { API_PREFIX, DOCS_PATH } from './common/api-paths';
@@ -42,7 +44,7 @@ export function createHttpAdapter(logger: AppLogger): FastifyAdapter {
     // such a path names no resource (404); it still gets a request id and its log line
     frameworkErrors: (_error: Error, request: FastifyRequest, reply: FastifyReply) => {
       startRequest(request, reply);
-      reply.raw.once('finish', () => logRequest(logger, request, reply));
+      reply.raw.once('finish', () => endRequest(logger, request, reply));
       const error = new ApiError(ErrorCode.NotFound, 'No resource has this path: it is not valid percent-encoding.');
       void reply
         .code(error.status)
@@ -52,24 +54,37 @@ export function createHttpAdapter(logger: AppLogger): FastifyAdapter {
   });
 }
 
-function logRequest(logger: AppLogger, request: FastifyRequest, reply: FastifyReply): void {
-  logger.info(requestLogFields(request as unknown as RequestContext, reply.statusCode, reply.elapsedTime), 'request');
+/** The HTTP metrics of each app (set by {@link configureApp}), found from a request by its server. */
+const APP_METRICS = new WeakMap<FastifyInstance, Metrics>();
+
+/**
+ * The end of every request, routed or not: its one log line, and the HTTP
+ * metrics by route template (`unmatched` when no route matched).
+ */
+function endRequest(logger: AppLogger, request: FastifyRequest, reply: FastifyReply): void {
+  const elapsedMs = reply.elapsedTime;
+  logger.info(requestLogFields(request as unknown as RequestContext, reply.statusCode, elapsedMs), 'request');
+  APP_METRICS.get(request.server)?.observeRequest(request.method, request.routeOptions.url ?? UNMATCHED_ROUTE, reply.statusCode, elapsedMs / 1000);
 }
 
 function startRequest(request: FastifyRequest, reply: FastifyReply): void {
   const ctx = request as unknown as RequestContext;
   ctx.requestId = resolveRequestId(request.headers['x-request-id']);
+  ctx.traceId = resolveTraceId(request.headers.traceparent);
   void reply.header(REQUEST_ID_HEADER, ctx.requestId);
 }
 
 /**
  * Installs what runs around the Nest pipeline for every request, routed or
- * not: the request id (first, so parser errors and unknown routes carry it),
- * the body reader, the one log line per response, and the API reference.
+ * not: the request id and trace id (first, so parser errors and unknown
+ * routes carry them), the body reader, the one log line and the HTTP metrics
+ * per response, and the API reference.
  */
 export function configureApp(app: INestApplication, logger: AppLogger): void {
   const fastify = (app as NestFastifyApplication).getHttpAdapter().getInstance() as FastifyInstance;
   fastify.decorateRequest('requestId', '');
+  fastify.decorateRequest('traceId', '');
+  APP_METRICS.set(fastify, app.get(Metrics));
   const routes: ServedRoute[] = [];
   SERVED_ROUTES.set(app, routes);
   fastify.addHook('onRoute', (route) => {
@@ -80,7 +95,7 @@ export function configureApp(app: INestApplication, logger: AppLogger): void {
     done();
   });
   fastify.addHook('onResponse', (request, reply, done) => {
-    logRequest(logger, request, reply);
+    endRequest(logger, request, reply);
     done();
   });
 

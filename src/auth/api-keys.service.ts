@@ -6,6 +6,7 @@ import { ApiError, ErrorCode } from '../common/api-error';
 import { LOGGER, type AppLogger } from '../common/logger';
 import type { AuthContext } from '../common/request-context';
 import type { DbOrTx } from '../database/database.types';
+import type { AuthFailureReason } from '../metrics/metrics';
 import { ApiKeysRepository, type ApiKeyRow } from './api-keys.repository';
 import { API_KEY_PREFIX, isScope, SCOPES, type Scope } from './scopes';
 
@@ -28,6 +29,23 @@ interface CachedKey {
   /** null: the token is known not to be valid (negative cache) */
   key: KnownKey | null;
   until: number;
+  /** why a token that is no valid key is not: it names no key, or a revoked one */
+  invalid?: InvalidToken;
+}
+
+type InvalidToken = 'unknown' | 'revoked';
+
+/**
+ * The 401 of a key that does not authenticate, with the reason for the
+ * metrics. The response is the same for every reason but an expired key.
+ */
+export class AuthenticationFailure extends ApiError {
+  constructor(
+    readonly reason: AuthFailureReason,
+    message: string,
+  ) {
+    super(ErrorCode.Unauthorized, message);
+  }
 }
 
 export interface CreatedKey {
@@ -76,7 +94,7 @@ export class ApiKeysService implements OnModuleDestroy {
    * token hash → known not to be a valid key. Kept apart from `cache` so that
    * a flood of guesses (each a new token) cannot push valid keys out.
    */
-  private readonly unknown = new Map<string, number>();
+  private readonly unknown = new Map<string, { until: number; invalid: InvalidToken }>();
   private readonly inflight = new Map<string, Promise<CachedKey>>();
   /** key id → last use (epoch ms), batched; a Date is made only when flushed */
   private readonly lastUsed = new Map<string, number>();
@@ -103,7 +121,9 @@ export class ApiKeysService implements OnModuleDestroy {
     if (known) return known;
     const token = parseBearer(authorization)!;
     const entry = await this.load(token, sha256Hex(token), now);
-    return this.outcome(entry.key, now);
+    const outcome = this.outcome(entry, now);
+    if (outcome instanceof ApiError) throw outcome;
+    return outcome;
   }
 
   /**
@@ -111,16 +131,18 @@ export class ApiKeysService implements OnModuleDestroy {
    * query: the caller, the 401, or undefined when the key must be looked up
    * (a well-formed token seen neither as valid nor as unknown lately).
    */
-  authenticateFromMemory(authorization: string | string[] | undefined, now = Date.now()): AuthContext | ApiError | undefined {
+  authenticateFromMemory(authorization: string | string[] | undefined, now = Date.now()): AuthContext | AuthenticationFailure | undefined {
     const token = parseBearer(authorization);
-    if (!token) return unauthorized('Authorization header must be "Bearer svc_live_<token>".');
+    if (!token) {
+      return unauthorized(authorization === undefined || authorization === '' ? 'missing' : 'malformed', 'Authorization header must be "Bearer svc_live_<token>".');
+    }
     // a malformed token matches no key: refused without a lookup or a cache entry
-    if (!isWellFormedToken(token)) return unauthorized('The API key is not valid.');
+    if (!isWellFormedToken(token)) return unauthorized('malformed', 'The API key is not valid.');
     const tokenHash = sha256Hex(token);
     const entry = this.cache.get(tokenHash);
-    if (entry && entry.until > now) return this.outcome(entry.key, now);
-    const unknownUntil = this.unknown.get(tokenHash);
-    if (unknownUntil !== undefined && unknownUntil > now) return unauthorized('The API key is not valid.');
+    if (entry && entry.until > now) return this.outcome(entry, now);
+    const unknown = this.unknown.get(tokenHash);
+    if (unknown !== undefined && unknown.until > now) return unauthorized(unknown.invalid, 'The API key is not valid.');
     return undefined;
   }
 
@@ -135,9 +157,9 @@ export class ApiKeysService implements OnModuleDestroy {
     return token !== null && this.cache.has(sha256Hex(token));
   }
 
-  private outcome(key: KnownKey | null, now: number): AuthContext {
-    if (!key) throw unauthorized('The API key is not valid.');
-    if (key.expiresAt && key.expiresAt.getTime() <= now) throw unauthorized('The API key has expired.');
+  private outcome({ key, invalid }: CachedKey, now: number): AuthContext | AuthenticationFailure {
+    if (!key) return unauthorized(invalid ?? 'unknown', 'The API key is not valid.');
+    if (key.expiresAt && key.expiresAt.getTime() <= now) return unauthorized('expired', 'The API key has expired.');
     this.lastUsed.set(key.id, now);
     return { keyId: key.id, orgId: key.orgId, orgStatus: key.orgStatus, orgPlan: key.orgPlan, scopes: key.scopes };
   }
@@ -190,17 +212,21 @@ export class ApiKeysService implements OnModuleDestroy {
   private async lookup(token: string, tokenHash: string, now: number): Promise<CachedKey> {
     const candidates = await this.repository.findCandidatesByPrefix(lookupPrefixOf(token));
     let match: KnownKey | null = null;
+    let invalid: InvalidToken = 'unknown';
     for (const candidate of candidates) {
-      if (constantTimeEqual(candidate.tokenHash, tokenHash) && !candidate.revokedAt) {
-        match = {
-          id: candidate.id,
-          orgId: candidate.orgId,
-          scopes: new Set(candidate.scopes),
-          expiresAt: candidate.expiresAt,
-          orgStatus: candidate.orgStatus,
-          orgPlan: candidate.orgPlan,
-        };
+      if (!constantTimeEqual(candidate.tokenHash, tokenHash)) continue;
+      if (candidate.revokedAt) {
+        invalid = 'revoked';
+        continue;
       }
+      match = {
+        id: candidate.id,
+        orgId: candidate.orgId,
+        scopes: new Set(candidate.scopes),
+        expiresAt: candidate.expiresAt,
+        orgStatus: candidate.orgStatus,
+        orgPlan: candidate.orgPlan,
+      };
     }
     const until = now + this.config.apiKeyCacheTtlMs;
     if (match) {
@@ -208,9 +234,9 @@ export class ApiKeysService implements OnModuleDestroy {
       boundedSet(this.cache, tokenHash, { key: match, until });
     } else {
       this.cache.delete(tokenHash);
-      boundedSet(this.unknown, tokenHash, until);
+      boundedSet(this.unknown, tokenHash, { until, invalid });
     }
-    return { key: match, until };
+    return match ? { key: match, until } : { key: null, until, invalid };
   }
 
   /** Writes the batched last-used times (every few seconds, and at shutdown). */
@@ -246,8 +272,8 @@ function lookupPrefixOf(token: string): string {
   return token.slice(API_KEY_PREFIX.length, API_KEY_PREFIX.length + LOOKUP_PREFIX_LENGTH);
 }
 
-function unauthorized(message: string): ApiError {
-  return new ApiError(ErrorCode.Unauthorized, message);
+function unauthorized(reason: AuthFailureReason, message: string): AuthenticationFailure {
+  return new AuthenticationFailure(reason, message);
 }
 
 export function validateScopes(scopes: string[]): Scope[] {

@@ -3,7 +3,8 @@ import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import { ApiError, ErrorCode } from '../common/api-error';
 import type { AuthContext, RequestContext } from '../common/request-context';
 import { RateLimiter, type RateDecision } from '../rate-limit/rate-limiter';
-import { ApiKeysService } from './api-keys.service';
+import { Metrics } from '../metrics/metrics';
+import { ApiKeysService, AuthenticationFailure } from './api-keys.service';
 import { PUBLIC_ROUTE, REQUIRED_SCOPE } from './auth.decorators';
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -49,6 +50,7 @@ export class AuthenticationGuard implements CanActivate {
     private readonly keys: ApiKeysService,
     private readonly limiter: RateLimiter,
     private readonly adapterHost: HttpAdapterHost,
+    private readonly metrics: Metrics,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -65,23 +67,27 @@ export class AuthenticationGuard implements CanActivate {
       const refused = this.keys.wasValidLately(request.headers.authorization) ? null : this.limiter.refusedClient(clientAddress);
       if (refused) this.apply(response, refused);
       caller = await this.keys.authenticate(request.headers.authorization).catch((error: unknown) => {
-        if (error instanceof ApiError && error.code === ErrorCode.Unauthorized) return error;
+        if (error instanceof AuthenticationFailure) return error;
         throw error;
       });
     }
-    if (!(caller instanceof ApiError)) request.auth = caller;
+    if (!(caller instanceof AuthenticationFailure)) request.auth = caller;
 
     // 2. rate limit
-    this.apply(response, await this.limiter.hit(caller instanceof ApiError ? { clientAddress } : { auth: caller }));
+    this.apply(response, await this.limiter.hit(caller instanceof AuthenticationFailure ? { clientAddress } : { auth: caller }));
 
     // 3. the key's answer, then scope and organization status
-    if (caller instanceof ApiError) throw caller;
+    if (caller instanceof AuthenticationFailure) {
+      this.metrics.authFailure(caller.reason);
+      throw caller;
+    }
     authorize(caller, this.reflector.getAllAndOverride<string | undefined>(REQUIRED_SCOPE, targets), request.method);
     return true;
   }
 
   /** Sets the rate-limit headers; throws the 429 when the budget is spent. */
   private apply(response: unknown, decision: RateDecision): void {
+    this.metrics.rateLimitDecision(decision.refusal ? 'limited' : 'allowed');
     const adapter = this.adapterHost.httpAdapter;
     for (const [name, value] of Object.entries(decision.headers)) adapter.setHeader(response, name, value);
     if (decision.refusal) throw decision.refusal;

@@ -318,7 +318,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     if (missing.length > 0) throw usageError(`missing ${missing.map((name) => `--${name}`).join(', ')}; usage: ${usage}`);
 
     // the CLI is quiet unless asked: only warnings by default, always on stderr
-    const config = loadConfig({ LOG_LEVEL: 'warn', ...env }, { jobsEnabled: false });
+    const config = loadConfig({ LOG_LEVEL: 'warn', ...env }, { jobsEnabled: false, metricsPort: null });
     const logger = createLogger(config, pino.destination({ fd: 2, sync: true }));
     const output = await command.run({
       args: parsed.positionals,

@@ -19,6 +19,8 @@ export interface AuthContext {
 export interface RequestContext {
   /** set by the first request hook (bootstrap.ts), before routing and parsing */
   requestId: string;
+  /** W3C trace id: the incoming `traceparent`'s, or a new one; set with the request id */
+  traceId: string;
   /** set by the authentication step (auth/authentication.guard.ts) */
   auth?: AuthContext;
   /** the body bytes as received (decoded), for idempotency fingerprints */
@@ -53,6 +55,7 @@ export function pathOf(url: string | undefined): string {
 export function requestLogFields(request: RequestContext, status: number, durationMs: number): Record<string, unknown> {
   return {
     request_id: request.requestId,
+    trace_id: request.traceId,
     method: request.method,
     path: pathOf(request.url),
     status,

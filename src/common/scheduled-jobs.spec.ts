@@ -2,6 +2,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import pino from 'pino';
 import { Writable } from 'node:stream';
 import type { AppConfig } from '../config/config';
+import { Metrics } from '../metrics/metrics';
 import { ScheduledJobs } from './scheduled-jobs';
 
 function setup(jobsEnabled = true) {
@@ -9,7 +10,7 @@ function setup(jobsEnabled = true) {
   const sink = new Writable({ write: (chunk: Buffer, _e, done) => (lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>), done()) });
   const logger = pino({ level: 'debug' }, sink);
   const registry = new SchedulerRegistry();
-  const jobs = new ScheduledJobs({ jobsEnabled } as AppConfig, logger, registry);
+  const jobs = new ScheduledJobs({ jobsEnabled } as AppConfig, logger, new Metrics(false), registry);
   return { jobs, registry, lines };
 }
 

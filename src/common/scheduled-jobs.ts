@@ -2,6 +2,7 @@ import { Inject, Injectable, Optional, type OnApplicationShutdown } from '@nestj
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { APP_CONFIG, type AppConfig } from '../config/config';
+import { Metrics } from '../metrics/metrics';
 import { LOGGER, type AppLogger } from './logger';
 
 /** A job the service runs on a cron expression; `run` answers how many rows it removed. */
@@ -34,6 +35,7 @@ export class ScheduledJobs implements OnApplicationShutdown {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(LOGGER) private readonly logger: AppLogger,
+    private readonly metrics: Metrics,
     @Optional() private readonly registry?: SchedulerRegistry,
   ) {}
 
@@ -44,6 +46,7 @@ export class ScheduledJobs implements OnApplicationShutdown {
     const cron = CronJob.from({ cronTime: job.cron, onTick: () => void this.runNow(job.name), start: false, utcOffset: 0 });
     this.jobs.set(job.name, { job, cron, running: false });
     this.registry.addCronJob(job.name, cron);
+    this.metrics.jobScheduled(job.name);
     cron.start();
     this.logger.info({ job: job.name, cron: job.cron }, 'scheduled job registered');
     return true;
@@ -80,6 +83,7 @@ export class ScheduledJobs implements OnApplicationShutdown {
   }
 
   private record(run: ScheduledJobRun, error?: Error): ScheduledJobRun {
+    this.metrics.jobRun(run);
     const fields = { ...run, duration_ms: Math.round(run.duration_ms * 10) / 10 };
     if (error) this.logger.error({ ...fields, err: { message: error.message } }, 'scheduled job failed; retried on the next tick');
     else if (run.outcome === 'still-running') this.logger.warn(fields, 'scheduled job skipped: the previous run is still going');

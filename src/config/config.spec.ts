@@ -55,6 +55,9 @@ describe('a bad setting is a ConfigError naming it', () => {
     [{ TRASH_PURGE_CRON: 'x x x x x' }, /^TRASH_PURGE_CRON is not a valid cron expression/],
     [{ IDEMPOTENCY_PURGE_CRON: '99 * * * *' }, /^IDEMPOTENCY_PURGE_CRON is not a valid cron expression \(.*out of range/],
     [{ RATE_LIMIT_PER_MINUTE: '100', RATE_LIMIT_PER_HOUR: '50' }, /RATE_LIMIT_PER_HOUR/],
+    [{ METRICS_PORT: 'abc' }, /METRICS_PORT/],
+    [{ METRICS_PORT: '70000' }, /METRICS_PORT/],
+    [{ PORT: '3000', METRICS_PORT: '3000' }, /^METRICS_PORT must differ from PORT/],
   ])('%j', (env, pattern) => {
     expect(() => loadConfig({ PGLITE_DIR: 'memory', ...env })).toThrow(ConfigError);
     expect(() => loadConfig({ PGLITE_DIR: 'memory', ...env })).toThrow(pattern);
@@ -63,6 +66,20 @@ describe('a bad setting is a ConfigError naming it', () => {
   test('a server with both secrets is fine; cron "off" disables a job', () => {
     const config = loadConfig({ DATABASE_URL: 'postgresql://x/db', CURSOR_SECRET: SECRET, ENCRYPTION_KEY: KEY_HEX, TRASH_PURGE_CRON: 'off' });
     expect(config).toMatchObject({ databaseUrl: 'postgresql://x/db', trashPurgeCron: null, generatedSecrets: false });
+  });
+
+  test.each([
+    [undefined, null],
+    ['', null],
+    ['off', null],
+    ['9464', 9464],
+    // any free port (tests); it can never collide with PORT's
+    ['0', 0],
+  ])('METRICS_PORT=%j is %j', (raw, expected) => {
+    expect(loadConfig({ PGLITE_DIR: 'memory', METRICS_PORT: raw }).metricsPort).toBe(expected);
+  });
+  test('METRICS_PORT=0 beside PORT=0 is fine (two free ports)', () => {
+    expect(loadConfig({ PGLITE_DIR: 'memory', PORT: '0', METRICS_PORT: '0' }).metricsPort).toBe(0);
   });
 });
 

@@ -38,6 +38,11 @@ export interface AppConfig {
   jobsEnabled: boolean;
   /** true when the embedded database had no configured secrets and they were generated */
   generatedSecrets: boolean;
+  /**
+   * port of the Prometheus endpoint (GET /metrics), on HOST beside the API
+   * but never on its port; null (the default) collects nothing and opens nothing
+   */
+  metricsPort: number | null;
 }
 
 export interface RateLimitBudget {
@@ -58,6 +63,13 @@ function intSetting(env: Env, name: string, fallback: number, min: number, max: 
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/** A port that may be switched off: empty or "off" is null. */
+function optionalPortSetting(env: Env, name: string): number | null {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '' || ['off', 'false', 'disabled', 'none'].includes(raw.toLowerCase())) return null;
+  return intSetting(env, name, 0, 0, 65535);
 }
 
 function cronSetting(env: Env, name: string, fallback: string): string | null {
@@ -193,10 +205,15 @@ export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig>
     apiKeyCacheTtlMs: intSetting(env, 'API_KEY_CACHE_TTL_MS', 5000, 0, 5000),
     jobsEnabled: true,
     generatedSecrets,
+    metricsPort: optionalPortSetting(env, 'METRICS_PORT'),
     ...overrides,
   };
   if (config.seedFile && !existsSync(config.seedFile)) throw new ConfigError(`SEED_FILE ${config.seedFile} does not exist`);
   if (config.redisUrl && !/^rediss?:\/\//.test(config.redisUrl)) throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
+  // 0 is "any free port" for both, so only two fixed ports can collide
+  if (config.metricsPort !== null && config.metricsPort !== 0 && config.metricsPort === config.port) {
+    throw new ConfigError(`METRICS_PORT must differ from PORT (${config.port}): API clients must not reach the metrics`);
+  }
   if (config.rateLimitPerHour < config.rateLimitPerMinute) {
     throw new ConfigError('RATE_LIMIT_PER_HOUR must be at least RATE_LIMIT_PER_MINUTE');
   }

@@ -13,6 +13,7 @@ import type { AppConfig } from '../config/config';
 import type { Database, Transaction } from './database.types';
 import { drizzlePgliteClient } from './pglite-client';
 import { PgliteDirectoryLock } from './pglite-lock';
+import { QueryErrorReporter, reportingClientClass } from './query-errors';
 import { currentScope, openRequestTransaction, remainingMs, runInScope, type RequestTransaction } from './request-scope';
 import * as schema from './schema';
 
@@ -36,6 +37,14 @@ export interface ConnectionLogger {
   warn(obj: object, msg: string): void;
 }
 
+/** What the PostgreSQL pool holds right now (metrics read it at each scrape). */
+export interface PoolStats {
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
+}
+
 /** An open database of either engine, with what it takes to migrate and close it. */
 export class DatabaseConnection {
   private closed = false;
@@ -50,6 +59,8 @@ export class DatabaseConnection {
     private readonly migrateFn: () => Promise<void>,
     /** the embedded engine, for tests that copy a migrated database */
     readonly pglite: PGlite | null,
+    /** every failed query, whichever engine (metrics subscribe) */
+    readonly queryErrors: QueryErrorReporter,
     /** the server pool (null on PGlite): its counts are the pool's gauges */
     private readonly pool: Pool | null = null,
     /** how a root transaction is run, when not drizzle's own */
@@ -92,7 +103,8 @@ export class DatabaseConnection {
 
   /** Wraps an existing PGlite (tests hand in a copy of a migrated template). */
   static fromPglite(client: PGlite, onClose: () => Promise<void> = () => client.close()): DatabaseConnection {
-    const drizzleDb = drizzlePglite({ client: drizzlePgliteClient(client), schema });
+    const queryErrors = new QueryErrorReporter();
+    const drizzleDb = drizzlePglite({ client: drizzlePgliteClient(client, queryErrors), schema });
     return new DatabaseConnection(
       'pglite',
       drizzleDb as unknown as Database,
@@ -101,6 +113,7 @@ export class DatabaseConnection {
         await migratePglite(drizzleDb, { migrationsFolder: migrationsFolder() });
       },
       client,
+      queryErrors,
     );
   }
 
@@ -128,10 +141,11 @@ export class DatabaseConnection {
   }
 
   private static async openPostgres(config: AppConfig, logger: ConnectionLogger): Promise<DatabaseConnection> {
+    const queryErrors = new QueryErrorReporter();
     const pool = new RequestPool({
       connectionString: config.databaseUrl!,
       max: config.dbPoolMax,
-      Client: BoundedClient,
+      Client: reportingClientClass(BoundedClient, queryErrors),
       connectionTimeoutMillis: Math.min(config.dbStatementTimeoutMs, 5000),
       // client-side bound on every query: a hung server cannot pile requests up
       query_timeout: config.dbStatementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
@@ -180,14 +194,16 @@ export class DatabaseConnection {
         }
       },
       null,
+      queryErrors,
       pool,
       rootTransaction,
     );
   }
 
   /** Connections of the PostgreSQL pool: open, idle, and requests waiting for one (null on PGlite). */
-  poolStats(): { total: number; idle: number; waiting: number } | null {
-    return this.pool ? { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount } : null;
+  poolStats(): PoolStats | null {
+    const pool = this.pool;
+    return pool ? { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max } : null;
   }
 
   migrate(): Promise<void> {

@@ -1,4 +1,5 @@
 import { types, type PGlite, type QueryOptions, type Transaction } from '@electric-sql/pglite';
+import { QueryErrorReporter, reportingQuery } from './query-errors';
 import { openRequestTransaction } from './request-scope';
 
 /**
@@ -29,26 +30,27 @@ type Queryable = Pick<PGlite, 'query'>;
  * dropped when it asks for exactly them (same rows, no copy; the cost is in
  * docs/performance.md). Anything else passes through untouched.
  */
-export function drizzlePgliteClient(client: PGlite): PGlite {
+export function drizzlePgliteClient(client: PGlite, queryErrors = new QueryErrorReporter()): PGlite {
   for (const oid of DRIZZLE_TEXT_TYPES) client.parsers[oid] = asText;
   const adapter = Object.create(null) as Pick<PGlite, 'query' | 'transaction'> & { parsers: PGlite['parsers'] };
-  const direct = withoutTextParsers(client);
+  // failed queries are reported (metrics); inside a transaction its own (reporting) client does it
+  const direct = reportingQuery(withoutTextParsers(client), queryErrors);
   // a query issued while a request transaction is open runs in it: PGlite has one connection, and
   // a query outside the open transaction would wait for it to end (the request awaiting it: deadlock)
   adapter.query = ((query: string, params?: unknown[], options?: QueryOptions) => {
     const open = openRequestTransaction();
     return open ? (open.client as Transaction).query(query, params, options) : direct(query, params, options);
   }) as PGlite['query'];
-  adapter.transaction = (callback) => client.transaction((tx) => callback(transactionWithoutTextParsers(tx)));
+  adapter.transaction = (callback) => client.transaction((tx) => callback(transactionWithoutTextParsers(tx, queryErrors)));
   // drizzle reads nothing else of its client but `query` and `transaction`; parsers for tests
   adapter.parsers = client.parsers;
   return adapter as unknown as PGlite;
 }
 
-function transactionWithoutTextParsers(tx: Transaction): Transaction {
+function transactionWithoutTextParsers(tx: Transaction, queryErrors: QueryErrorReporter): Transaction {
   // the transaction object is made of closures: inherit it, override query
   const wrapped = Object.create(tx) as Transaction;
-  Object.defineProperty(wrapped, 'query', { value: withoutTextParsers(tx) });
+  Object.defineProperty(wrapped, 'query', { value: reportingQuery(withoutTextParsers(tx), queryErrors) });
   return wrapped;
 }
 

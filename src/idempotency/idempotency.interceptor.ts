@@ -6,6 +6,7 @@ import { knownApiError, renderErrorBody, summarizeError } from '../common/error-
 import { LOGGER, type AppLogger } from '../common/logger';
 import type { RequestContext } from '../common/request-context';
 import { DatabaseConnection } from '../database/connection';
+import { Metrics } from '../metrics/metrics';
 import type { IdempotencyRecord } from './idempotency.repository';
 import {
   IDEMPOTENT_METHODS,
@@ -59,6 +60,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     private readonly connection: DatabaseConnection,
     @Inject(LOGGER) private readonly logger: AppLogger,
     private readonly adapterHost: HttpAdapterHost,
+    private readonly metrics: Metrics,
   ) {}
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
@@ -89,7 +91,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       );
     }
     if (existing) {
-      if (existing.fingerprint !== fingerprint) throw keyReused();
+      if (existing.fingerprint !== fingerprint) throw this.keyReused();
       return this.replay(existing, request, response);
     }
 
@@ -107,6 +109,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
    */
   private async execute(attempt: Attempt, successStatus: number, next: CallHandler): Promise<Observable<unknown>> {
     const { fingerprint } = attempt;
+    this.metrics.idempotencyOutcome('executed');
     try {
       const body = await this.connection.requestTransaction(async () => {
         const result = await lastValueFrom(next.handle(), { defaultValue: undefined });
@@ -140,11 +143,17 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (!(error instanceof LostRace)) throw error;
       throw new ApiError(ErrorCode.ServiceUnavailable, 'The request was not executed. Retry with the same key.', undefined, { 'Retry-After': '1' });
     }
-    if (winner.fingerprint !== attempt.fingerprint) throw keyReused();
+    if (winner.fingerprint !== attempt.fingerprint) throw this.keyReused();
     return this.replay(winner, attempt.request, attempt.response);
   }
 
+  private keyReused(): ApiError {
+    this.metrics.idempotencyOutcome('conflict');
+    return keyReused();
+  }
+
   private replay(record: IdempotencyRecord, request: RequestContext, response: unknown): Observable<unknown> {
+    this.metrics.idempotencyOutcome('replayed');
     this.adapterHost.httpAdapter.setHeader(response, IDEMPOTENT_REPLAYED_HEADER, 'true');
     const stored = record.body as StoredEnvelope;
     if (stored.error && ERROR_CODES.has(stored.error.code)) {

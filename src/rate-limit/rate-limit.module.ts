@@ -1,14 +1,20 @@
 import { Inject, Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { LOGGER, type AppLogger } from '../common/logger';
+import { Metrics } from '../metrics/metrics';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { RateLimiter } from './rate-limiter';
 import { MemoryRateLimitStorage, RATE_LIMIT_STORAGE, type RateLimitStorage } from './rate-limit.storage';
 import { RedisRateLimitStorage } from './redis-rate-limit.storage';
 
 class RateLimitStorageLifecycle implements OnModuleInit, OnApplicationShutdown {
-  constructor(@Inject(RATE_LIMIT_STORAGE) private readonly storage: MemoryRateLimitStorage | RedisRateLimitStorage) {}
+  constructor(
+    @Inject(RATE_LIMIT_STORAGE) private readonly storage: MemoryRateLimitStorage | RedisRateLimitStorage,
+    private readonly metrics: Metrics,
+  ) {}
 
   async onModuleInit(): Promise<void> {
+    // the Redis store is `bypassed` while its breaker counts in memory; the memory store never is
+    this.metrics.watchRateLimitFallback(() => (this.storage as { bypassed?: boolean }).bypassed === true);
     if (this.storage instanceof RedisRateLimitStorage) await this.storage.connect();
   }
 

@@ -1,0 +1,243 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired';
+export type IdempotencyOutcome = 'executed' | 'replayed' | 'conflict';
+export type RateLimitDecision = 'allowed' | 'limited';
+/** One run of a scheduled job, as the job runner reports it (src/common/scheduled-jobs.ts). */
+export interface JobRun {
+  job: string;
+  outcome: 'ok' | 'failed' | 'still-running';
+  duration_ms: number;
+  rows_removed: number;
+}
+
+export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'expired'];
+export const IDEMPOTENCY_OUTCOMES: readonly IdempotencyOutcome[] = ['executed', 'replayed', 'conflict'];
+export const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = ['allowed', 'limited'];
+
+/** The route label of a request no route matched (404s, paths outside the API prefix). */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+export interface PoolStats {
+  /** connections open, busy or idle */
+  total: number;
+  idle: number;
+  /** requests queued for a connection */
+  waiting: number;
+  max: number;
+}
+
+const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+// point reads take about a millisecond: finer buckets at the low end than prom-client's default
+const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const JOB_OUTCOMES: Record<JobRun['outcome'], string> = { ok: 'success', failed: 'failure', 'still-running': 'skipped' };
+const JOB_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900];
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+interface HttpSeries {
+  requests: Counter.Internal;
+  duration: Histogram.Internal<string>;
+}
+
+/** The SQLSTATE class (its first two characters) of a database error, looked for along the cause chain; "none" without one. */
+export function sqlstateClass(error: unknown): string {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && SQLSTATE.test(code)) return code.slice(0, 2);
+    current = (current as { cause?: unknown }).cause;
+  }
+  // connection refused or lost, client-side timeout: the driver's errors carry no SQLSTATE
+  return 'none';
+}
+
+/**
+ * Every metric of the service, in one registry per application (tests run
+ * several apps in one process). Label values come from closed sets only —
+ * method, route template, status, reason, outcome, job, SQLSTATE class —
+ * so no request can add a series.
+ *
+ * Disabled (no METRICS_PORT) every recording call returns at once: nothing
+ * is collected that nobody can read.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly httpSeries = new Map<string, HttpSeries>();
+  private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+  private readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  private readonly authFailures: Counter<'reason'>;
+  private readonly idempotencyOutcomes: Counter<'outcome'>;
+  private readonly rateLimitDecisions: Counter<'decision'>;
+  private readonly queryErrors: Counter<'sqlstate_class'>;
+  // `job_name`, not `job`: Prometheus gives every scraped series the target's `job` label
+  private readonly jobRuns: Counter<'job_name' | 'outcome'>;
+  private readonly jobRowsRemoved: Counter<'job_name'>;
+  private readonly jobDuration: Histogram<'job_name'>;
+  private readonly jobLastSuccess: Gauge<'job_name'>;
+
+  constructor(readonly enabled: boolean) {
+    const registers = [this.registry];
+    this.httpRequests = new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP responses sent, by method, route template and status.',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
+    this.httpDuration = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time from the request reaching the service to its response being sent, by method, route template and status.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: HTTP_BUCKETS,
+      registers,
+    });
+    this.authFailures = new Counter({
+      name: 'auth_failures_total',
+      help: 'Requests refused 401 by API-key authentication, by reason.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.idempotencyOutcomes = new Counter({
+      name: 'idempotency_requests_total',
+      help: 'Requests with an Idempotency-Key, by outcome: executed, replayed, or refused as a conflicting reuse.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.rateLimitDecisions = new Counter({
+      name: 'rate_limit_decisions_total',
+      help: 'Rate-limit checks, by decision.',
+      labelNames: ['decision'],
+      registers,
+    });
+    this.queryErrors = new Counter({
+      name: 'db_query_errors_total',
+      help: 'Failed database queries, by SQLSTATE class ("none": driver errors without one, e.g. connection lost or client timeout).',
+      labelNames: ['sqlstate_class'],
+      registers,
+    });
+    this.jobRuns = new Counter({
+      name: 'job_runs_total',
+      help: 'Scheduled job runs, by job and outcome (skipped: the previous run was still going).',
+      labelNames: ['job_name', 'outcome'],
+      registers,
+    });
+    this.jobRowsRemoved = new Counter({
+      name: 'job_rows_removed_total',
+      help: 'Rows deleted by scheduled jobs, by job.',
+      labelNames: ['job_name'],
+      registers,
+    });
+    this.jobDuration = new Histogram({
+      name: 'job_duration_seconds',
+      help: 'Duration of scheduled job runs that ran, by job.',
+      labelNames: ['job_name'],
+      buckets: JOB_BUCKETS,
+      registers,
+    });
+    this.jobLastSuccess = new Gauge({
+      name: 'job_last_success_timestamp_seconds',
+      help: 'Unix time of the last successful run of a scheduled job in this process (0: none yet).',
+      labelNames: ['job_name'],
+      registers,
+    });
+    if (!enabled) return;
+    // every closed-set series exists from the start, at 0, so that rate() and alerts see the first event
+    for (const reason of AUTH_FAILURE_REASONS) this.authFailures.inc({ reason }, 0);
+    for (const outcome of IDEMPOTENCY_OUTCOMES) this.idempotencyOutcomes.inc({ outcome }, 0);
+    for (const decision of RATE_LIMIT_DECISIONS) this.rateLimitDecisions.inc({ decision }, 0);
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** One finished HTTP response. `route` is the matched route template, or {@link UNMATCHED_ROUTE}. */
+  observeRequest(method: string | undefined, route: string, status: number, seconds: number): void {
+    if (!this.enabled) return;
+    const label = method !== undefined && HTTP_METHODS.has(method) ? method : 'other';
+    const key = `${label} ${status} ${route}`;
+    let series = this.httpSeries.get(key);
+    if (!series) {
+      // prom-client hashes the label set on every call; the children are resolved once per series
+      const labels = { method: label, route, status: String(status) };
+      series = { requests: this.httpRequests.labels(labels), duration: this.httpDuration.labels(labels) };
+      this.httpSeries.set(key, series);
+    }
+    series.requests.inc();
+    series.duration.observe(seconds);
+  }
+
+  authFailure(reason: AuthFailureReason): void {
+    if (this.enabled) this.authFailures.inc({ reason });
+  }
+
+  idempotencyOutcome(outcome: IdempotencyOutcome): void {
+    if (this.enabled) this.idempotencyOutcomes.inc({ outcome });
+  }
+
+  /** One rate-limit check (the 429 of a client already known to be over its budget included). */
+  rateLimitDecision(decision: RateLimitDecision): void {
+    if (this.enabled) this.rateLimitDecisions.inc({ decision });
+  }
+
+  queryError(error: unknown): void {
+    if (this.enabled) this.queryErrors.inc({ sqlstate_class: sqlstateClass(error) });
+  }
+
+  /** A job was scheduled in this process: its series exist from now on, at 0, so an alert on a job that never succeeds can fire. */
+  jobScheduled(job: string): void {
+    if (!this.enabled) return;
+    for (const outcome of Object.values(JOB_OUTCOMES)) this.jobRuns.inc({ job_name: job, outcome }, 0);
+    this.jobRowsRemoved.inc({ job_name: job }, 0);
+    this.jobDuration.zero({ job_name: job });
+    this.jobLastSuccess.set({ job_name: job }, 0);
+  }
+
+  /** One run of a scheduled job (a run skipped because the previous one was still going has no duration). */
+  jobRun(run: JobRun): void {
+    if (!this.enabled) return;
+    const labels = { job_name: run.job };
+    this.jobRuns.inc({ ...labels, outcome: JOB_OUTCOMES[run.outcome] });
+    if (run.outcome === 'still-running') return;
+    this.jobDuration.observe(labels, run.duration_ms / 1000);
+    if (run.outcome !== 'ok') return;
+    this.jobRowsRemoved.inc(labels, run.rows_removed);
+    this.jobLastSuccess.set(labels, Date.now() / 1000);
+  }
+
+  /** Pool gauges read from `stats` at each scrape (PostgreSQL server only: the embedded engine has no pool). */
+  watchDatabasePool(stats: () => PoolStats): void {
+    if (!this.enabled) return;
+    const registers = [this.registry];
+    const gauge = (name: string, help: string, read: (s: PoolStats) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read(stats()));
+        },
+      });
+    gauge('db_pool_connections_in_use', 'Database connections checked out of the pool.', (s) => s.total - s.idle);
+    gauge('db_pool_connections_idle', 'Open database connections idle in the pool.', (s) => s.idle);
+    gauge('db_pool_requests_waiting', 'Queries waiting for a database connection.', (s) => s.waiting);
+    gauge('db_pool_connections_max', 'Size limit of the database pool (DB_POOL_MAX).', (s) => s.max);
+  }
+
+  /**
+   * 1 while rate limits are counted in this instance's memory because Redis
+   * is unavailable (the store's breaker is open), read at each scrape.
+   */
+  watchRateLimitFallback(active: () => boolean): void {
+    if (!this.enabled) return;
+    new Gauge({
+      name: 'rate_limit_redis_fallback_active',
+      help: "1 while rate limits are counted in this instance's memory because Redis is unavailable, else 0.",
+      registers: [this.registry],
+      collect() {
+        this.set(active() ? 1 : 0);
+      },
+    });
+  }
+
+  /** The exposition, Prometheus text format. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
