@@ -22,7 +22,9 @@ describe('body_template substitution for validation', () => {
   it('replaces placeholders inside strings with text and bare ones with null', () => {
     expect(substituteForValidation('{"a": "hi {{name}}", "b": {{count}}}')).toBe('{"a": "hi x", "b": null}');
     expect(substituteForValidation('{"a": "quote \\" {{n}}", "b": {{ n }}}')).toBe('{"a": "quote \\" x", "b": null}');
-    expect(placeholderNames('{{a}} and {{ b }} and {{}}')).toEqual(['a', 'b', '']);
+    // {{}} and {{a b}} name nothing a parameter can be called: plain text
+    expect(placeholderNames('{{a}} and {{ b }} and {{}} and {{a b}} and {{user.id}} {{order-id}}')).toEqual(['a', 'b', 'user.id', 'order-id']);
+    expect(substituteForValidation('{"a": {{a b}}}')).toBe('{"a": {{a b}}}');
   });
 });
 
