@@ -187,7 +187,11 @@ class CustomToolFields {
   @IsString()
   @MaxLength(BOUNDS.bodyTemplate)
   body_template?: string | null;
-  @ApiPropertyOptional({ type: [CustomToolParamInput], maxItems: MAX_PARAMETERS })
+  @ApiPropertyOptional({
+    type: [CustomToolParamInput],
+    maxItems: MAX_PARAMETERS,
+    description: `at most ${MAX_PARAMETERS}; names unique within the tool. Placeholders need no declared parameter.`,
+  })
   @OptionalNonNull()
   @IsArray()
   @ArrayMaxSize(MAX_PARAMETERS)
