@@ -208,6 +208,8 @@ const PLACEHOLDER_CASES: Array<[string, string | null]> = [
   ['http://[::1]/{{path}}', 'loopback'],
   // not a placeholder: text
   ['https://example.com/{{a b}}', 'whitespace'],
+  ['https://\u0001.example.com/', 'control characters'],
+  ['https://{{x}}\u0001.example.com/', 'control characters'],
 ];
 
 describe('outbound URL policy: placeholders', () => {

@@ -298,12 +298,11 @@ export function outboundUrlProblem(value: string, options: UrlPolicyOptions = {}
   if (value.length === 0) return 'must not be empty';
   if (value.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
   // placeholders stand aside first, so `{{ q }}` is judged as `{{q}}` is
-  const marked = options.allowPlaceholders ? value.replace(placeholderPattern(), MARK) : value;
+  const literal = options.allowPlaceholders ? value.replace(placeholderPattern(), '') : value;
   // the URL parser silently strips or percent-encodes these; a URL that relies on that is ambiguous
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
-  if (/[\s\u0000\u0002-\u001f\u007f\\]/.test(marked) || (!options.allowPlaceholders && marked.includes(MARK))) {
-    return 'must not contain whitespace, control characters or backslashes';
-  }
+  if (/[\s\u0000-\u001f\u007f\\]/.test(literal)) return 'must not contain whitespace, control characters or backslashes';
+  const marked = options.allowPlaceholders ? value.replace(placeholderPattern(), MARK) : value;
   const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//.exec(marked);
   if (!scheme) return marked.split('://')[0].includes(MARK) ? 'must spell out its scheme: no placeholder there' : 'must be an absolute http or https URL';
   if (!['http', 'https'].includes(scheme[1].toLowerCase())) return 'must use the http or https scheme';

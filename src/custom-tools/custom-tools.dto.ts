@@ -104,12 +104,12 @@ export class CustomToolParamInput {
 }
 
 export class CustomToolCredentialsInput {
-  @ApiPropertyOptional({ description: 'used when `type` = `bearer`', writeOnly: true, maxLength: SECRET_MAX })
+  @ApiPropertyOptional({ description: 'used when `type` = `bearer`; dropped (never stored) otherwise', writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
   token?: string;
-  @ApiPropertyOptional({ description: 'used when `type` = `api_key`', writeOnly: true, maxLength: SECRET_MAX })
+  @ApiPropertyOptional({ description: 'used when `type` = `api_key`; dropped (never stored) otherwise', writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
@@ -119,12 +119,12 @@ export class CustomToolCredentialsInput {
   @IsString()
   @MaxLength(BOUNDS.headerName)
   header_name?: string;
-  @ApiPropertyOptional({ description: 'used when `type` = `basic`', writeOnly: true, maxLength: SECRET_MAX })
+  @ApiPropertyOptional({ description: 'used when `type` = `basic`; dropped (never stored) otherwise', writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
   username?: string;
-  @ApiPropertyOptional({ description: 'used when `type` = `basic`', writeOnly: true, maxLength: SECRET_MAX })
+  @ApiPropertyOptional({ description: 'used when `type` = `basic`; dropped (never stored) otherwise', writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
