@@ -34,7 +34,7 @@ export const PARAM_NAME = new RegExp(`^[${PLACEHOLDER_NAME_CHARS}]{1,${BOUNDS.to
  */
 const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie']);
 const TRANSPORT_HEADERS = new Set(['host', 'content-length', 'transfer-encoding']);
-export const CREDENTIAL_HEADER_PROBLEM =
+const CREDENTIAL_HEADER_PROBLEM =
   'must not be a plain header: plain headers are stored unencrypted and returned in responses; send credentials through auth, which is encrypted and never returned';
 
 export function isHeaderName(value: string): boolean {
