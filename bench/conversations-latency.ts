@@ -13,7 +13,7 @@ import { newId } from '../libs/ids/ids';
 import type { ConversationFilters } from '../src/conversations/conversations.filters';
 import { AppModule } from '../src/app.module';
 import { ApiKeysService } from '../src/auth/api-keys.service';
-import { APP_OPTIONS, configureApp } from '../src/bootstrap';
+import { APP_OPTIONS, configureApp, createHttpAdapter } from '../src/bootstrap';
 import { createLogger } from '../src/common/logger';
 import { loadConfig } from '../src/config/config';
 import { ConversationsRepository } from '../src/conversations/conversations.repository';
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
   // the same scenarios through HTTP: auth, validation pipe, cursor, envelope, JSON
   const config = loadConfig({ LOG_LEVEL: 'error' }, { pgliteDir: 'memory', jobsEnabled: false });
   const logger = createLogger(config);
-  const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection }), { ...APP_OPTIONS, logger: false });
+  const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection }), createHttpAdapter(logger), { ...APP_OPTIONS, logger: false });
   configureApp(app, logger);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as { port: number };

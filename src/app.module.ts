@@ -2,7 +2,7 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AgentsModule } from './agents/agents.module';
-import { ApiKeyGuard } from './auth/api-key.guard';
+import { AuthenticationGuard } from './auth/authentication.guard';
 import { AuthModule } from './auth/auth.module';
 import { ChatbotsModule } from './chatbots/chatbots.module';
 import { CoreModule } from './common/core.module';
@@ -17,14 +17,11 @@ import type { AppConfig } from './config/config';
 import type { DatabaseConnection } from './database/connection';
 import { DatabaseModule } from './database/database.module';
 import { FixturesModule } from './fixtures/fixtures.module';
-import { HotRoutesModule } from './hot-routes/hot-routes.module';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { MetaModule } from './meta/meta.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { SourcesModule } from './sources/sources.module';
-import { RateLimitGuard } from './rate-limit/rate-limit.guard';
-import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { TeamModule } from './team/team.module';
 import { TriggersModule } from './triggers/triggers.module';
 import { AnalyticsModule } from './analytics/analytics.module';
@@ -48,9 +45,7 @@ export class AppModule {
         DatabaseModule.forRoot(options.connection),
         ...(config.jobsEnabled ? [ScheduleModule.forRoot()] : []),
         AuthModule,
-        RateLimitModule,
         IdempotencyModule,
-        HotRoutesModule,
         MetaModule,
         FixturesModule,
         OrgsModule,
@@ -65,10 +60,8 @@ export class AppModule {
         AnalyticsModule,
       ],
       providers: [
-        // global guards run in registration order: the limiter also counts
-        // the requests the key guard rejects (bad keys per IP)
-        { provide: APP_GUARD, useExisting: RateLimitGuard },
-        { provide: APP_GUARD, useExisting: ApiKeyGuard },
+        // one guard: authenticate → rate limit → scope and organization status (its order is stated there)
+        { provide: APP_GUARD, useExisting: AuthenticationGuard },
         { provide: APP_PIPE, useClass: ApiValidationPipe },
         // interceptors nest in registration order: idempotency outside the
         // envelope, so it stores and replays the full enveloped body

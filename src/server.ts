@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
-import { APP_OPTIONS, configureApp } from './bootstrap';
+import { APP_OPTIONS, configureApp, createHttpAdapter, initApp } from './bootstrap';
 import { createLogger, PinoNestLogger } from './common/logger';
 import { API_PREFIX } from './meta/openapi-document';
 import type { AppConfig } from './config/config';
@@ -47,13 +47,13 @@ function assertCanListen(port: number, host: string): Promise<void> {
 /** Builds the app, loads start-up fixtures, listens; SIGTERM/SIGINT stop it gracefully. */
 export async function runServer(config: AppConfig): Promise<void> {
   const logger = createLogger(config);
-  const app = await NestFactory.create(AppModule.forRoot(config, logger), {
+  const app = await NestFactory.create(AppModule.forRoot(config, logger), createHttpAdapter(logger), {
     ...APP_OPTIONS,
     logger: new PinoNestLogger(logger),
     abortOnError: false,
   });
   configureApp(app, logger);
-  await app.init();
+  await initApp(app);
   // operations.md: SEED_FILE (and the first-run demo) are loaded before the port opens
   let startup: StartupFixtureResult;
   try {
@@ -79,7 +79,9 @@ export async function runServer(config: AppConfig): Promise<void> {
     force.unref();
     // stop accepting and let in-flight requests finish first, so that they
     // still have the database and the key service's last flush sees them
-    new Promise<void>((resolve) => server.close(() => resolve()))
+    app
+      .getHttpAdapter()
+      .close()
       .then(() => app.close())
       .then(() => {
         logger.info('stopped: in-flight requests finished, database closed');

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -215,5 +216,88 @@ describe('database unreachable → 503 service_unavailable in the envelope', () 
     } finally {
       await broken.close().catch(() => undefined);
     }
+  });
+});
+
+describe('a path that is not valid percent-encoding', () => {
+  it('is 404 not_found in the envelope (it names no resource), with its request id and log line', async () => {
+    const t = await createTestApp();
+    try {
+      const res = await t.http.get('/api/v1/agents/%E0%A4%A').set('X-Request-ID', 'bad-percent-1');
+      expect(res.status).toBe(404);
+      expect(res.headers['x-request-id']).toBe('bad-percent-1');
+      expect(res.body).toEqual({ error: { code: 'not_found', message: expect.any(String), request_id: 'bad-percent-1' } });
+      const lines = t.logs.map((line) => JSON.parse(line)).filter((entry) => entry.request_id === 'bad-percent-1' && entry.msg === 'request');
+      expect(lines).toEqual([expect.objectContaining({ status: 404, path: '/api/v1/agents/%E0%A4%A' })]);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('one pipeline: routing, bodies and log lines alike on every route', () => {
+  let t: TestApp;
+  let org: TestOrg;
+  let agentId: string;
+  beforeAll(async () => {
+    t = await createTestApp();
+    org = await createOrg(t.app);
+    const res = await t.http.post('/api/v1/agents').set('Authorization', org.auth).send({ handle: 'pipeline', name: 'pipeline', instructions: 'Be brief.' });
+    expect(res.status).toBe(201);
+    agentId = res.body.data.id;
+  });
+  afterAll(() => t.close());
+
+  test.each([
+    ['a trailing slash', () => `/api/v1/agents/${agentId}/`],
+    ['another letter case of the path', () => `/API/V1/Agents/${agentId}`],
+    ['a percent-encoded id', () => `/api/v1/agents/${agentId.replace('agent_', 'agent%5F')}`],
+  ])('%s reaches the same route', async (_case, path) => {
+    const res = await t.http.get(path()).set('Authorization', org.auth);
+    expect(res.status).toBe(200);
+    expect(res.body.data.id).toBe(agentId);
+    expect(res.headers.etag).toBeUndefined();
+    expect(res.headers['x-powered-by']).toBeUndefined();
+  });
+
+  it('HEAD of a GET route: its status and headers, no body', async () => {
+    const res = await t.http.head(`/api/v1/agents/${agentId}`).set('Authorization', org.auth);
+    expect(res.status).toBe(200);
+    expect(res.headers['x-ratelimit-limit']).toBeDefined();
+    expect(res.text ?? '').toBe('');
+  });
+
+  it('a body on a GET is read like any other: not JSON → 422, over 1 MiB → 413', async () => {
+    const bad = await t.http.get(`/api/v1/agents/${agentId}`).set('Authorization', org.auth).set('Content-Type', 'application/json').send('{bad');
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.code).toBe('validation_failed');
+    const big = await t.http.get('/api/v1/org').set('Authorization', org.auth).set('Content-Type', 'application/json').send(`{"a":"${'x'.repeat(1024 * 1024)}"}`);
+    expect(big.status).toBe(413);
+    expect(big.body.error.code).toBe('payload_too_large');
+  });
+
+  it('a gzip body is decompressed and then read as JSON; an unknown encoding is 422', async () => {
+    const body = gzipSync(JSON.stringify({ handle: 'zipped', name: 'zipped', instructions: 'Be brief.' }));
+    const zipped = await t.http.post('/api/v1/agents').set('Authorization', org.auth).set('Content-Type', 'application/json').set('Content-Encoding', 'gzip').serialize(() => body as unknown as string).send({});
+    expect(zipped.status).toBe(201);
+    const odd = await t.http.post('/api/v1/agents').set('Authorization', org.auth).set('Content-Type', 'application/json').set('Content-Encoding', 'compress').send('{}');
+    expect(odd.status).toBe(422);
+  });
+
+  it('one log line per request, answered by a route, the filter or the not-found handler', async () => {
+    await t.http.get(`/api/v1/agents/${agentId}`).set('Authorization', org.auth).set('X-Request-ID', 'pipe-log-1');
+    await t.http.get(`/api/v1/agents/${agentId}?x=1`).set('Authorization', org.auth).set('X-Request-ID', 'pipe-log-2');
+    await t.http.get(`/api/v1/agents/${agentId}`).set('Authorization', 'Bearer svc_live_nope').set('X-Request-ID', 'pipe-log-3');
+    await t.http.get('/nowhere').set('X-Request-ID', 'pipe-log-4');
+    await t.http.post('/api/v1/agents').set('Authorization', org.auth).set('Content-Type', 'application/json').set('X-Request-ID', 'pipe-log-5').send('{bad');
+    const lines = t.logs.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'request' && String(entry.request_id).startsWith('pipe-log-'));
+    expect(lines.map((line) => [line.request_id, line.status, line.path])).toEqual([
+      ['pipe-log-1', 200, `/api/v1/agents/${agentId}`],
+      ['pipe-log-2', 200, `/api/v1/agents/${agentId}`],
+      ['pipe-log-3', 401, `/api/v1/agents/${agentId}`],
+      ['pipe-log-4', 404, '/nowhere'],
+      ['pipe-log-5', 422, '/api/v1/agents'],
+    ]);
+    expect(lines[0]).toMatchObject({ org_id: org.orgId, key_id: org.keyId });
   });
 });

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { servedRoutes } from '../src/bootstrap';
 import { createTestApp, type TestApp } from './support/test-app';
 
 let t: TestApp;
@@ -24,22 +25,19 @@ function operations(): Array<{ key: string; path: string; method: string; operat
 }
 
 /**
- * The routes Express actually serves, from its router stack (Express 5:
- * `router.stack[].route`), relative to the /api/v1 prefix, in OpenAPI form.
- * The interactive reference's static pages under /docs are not API routes.
+ * The routes the HTTP platform actually serves (as bootstrap registered them),
+ * relative to the /api/v1 prefix, in OpenAPI form. HEAD is served for every
+ * GET and is not an operation of its own; the interactive reference's pages
+ * under /docs are not API routes.
  */
 function registeredRoutes(): string[] {
-  const express = t.app.getHttpAdapter().getInstance() as { router: { stack: Array<{ route?: { path: string; methods: Record<string, boolean> } }> } };
-  const routes: string[] = [];
-  for (const layer of express.router.stack) {
-    if (!layer.route || !/^\/api\/v1(\/|$)/.test(layer.route.path)) continue;
-    const relative = layer.route.path.replace(/^\/api\/v1/, '') || '/';
-    const path = relative.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-    for (const [method, on] of Object.entries(layer.route.methods)) {
-      if (on && method !== '_all') routes.push(`${method.toUpperCase()} ${path}`);
-    }
+  const routes = new Set<string>();
+  for (const { method, path } of servedRoutes(t.app)) {
+    if (method === 'HEAD' || !/^\/api\/v1(\/|$)/.test(path)) continue;
+    const relative = path.replace(/^\/api\/v1/, '').replace(/\/$/, '') || '/';
+    routes.add(`${method} ${relative.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
   }
-  return routes.sort();
+  return [...routes].sort();
 }
 
 describe('GET /openapi.json is a valid OpenAPI 3.1.0 document', () => {

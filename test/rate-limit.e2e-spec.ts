@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { ApiKeysService } from '../src/auth/api-keys.service';
 import { SCOPES } from '../src/auth/scopes';
 import type { AppConfig } from '../src/config/config';
@@ -133,6 +133,8 @@ describe('8. Rate-limit headers on every response; 429 rate_limited with Retry-A
   it('requests with a missing or bad key are limited per client IP, so key guessing is throttled', async () => {
     const t = await app();
     const org = await createOrg(t.app);
+    // a client working with a valid key behind the same address as the guesser
+    expect(rateHeaders(await t.http.get('/api/v1/org').set('Authorization', org.auth).expect(200)).remaining).toBe(4);
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await t.http.get('/api/v1/org').set('Authorization', BAD_KEY)).status);
     statuses.push((await t.http.get('/api/v1/org')).status);
@@ -140,10 +142,13 @@ describe('8. Rate-limit headers on every response; 429 rate_limited with Retry-A
     expect(statuses).toEqual([401, 401, 401, 401, 401]);
     expect(guessing.status).toBe(429);
     expect(guessing.body.error.code).toBe('rate_limited');
-    // the IP's budget is not the key's: a valid key from the same address still works
+    // the IP's budget is not the key's: a valid key from the same address still works,
+    // also once its cache entry has expired (it is looked up again, not refused)
+    jest.spyOn(Date, 'now').mockReturnValue(Date.now() + t.config.apiKeyCacheTtlMs);
     const valid = await t.http.get('/api/v1/org').set('Authorization', org.auth);
+    jest.restoreAllMocks();
     expect(valid.status).toBe(200);
-    expect(rateHeaders(valid).remaining).toBe(4);
+    expect(rateHeaders(valid).remaining).toBe(3);
   });
 
   it('public routes (GET /, GET /openapi.json) are not rate limited and do not use the IP budget (spec: no errors)', async () => {
@@ -181,6 +186,57 @@ describe('8. Rate-limit headers on every response; 429 rate_limited with Retry-A
       }
     }
     expect(publicOperations).toBe(2);
+  });
+});
+
+/** Counts calls into the database client (queries, transactions, pool checkouts) of either engine. */
+function countQueries(t: TestApp): () => number {
+  const client = (t.connection.db as unknown as { $client: Record<string, unknown> }).$client;
+  const spies = ['query', 'transaction', 'connect']
+    .filter((method) => typeof client[method] === 'function')
+    .map((method) => jest.spyOn(client as Record<string, () => unknown>, method));
+  return () => spies.reduce((sum, spy) => sum + spy.mock.calls.length, 0);
+}
+
+describe('issue 14 §3: refused guesses are cheap', () => {
+  const guess = () => `Bearer svc_live_${randomBytes(30).toString('base64url')}`;
+
+  it('once the client budget is spent, 500 wrong-key requests (new guesses and repeats) all get 429 and cost 0 queries', async () => {
+    const t = await app({ rateLimitPerMinute: 3, rateLimitPerHour: 100, rateLimitPlans: {} });
+    const queries = countQueries(t);
+    for (let i = 0; i < 3; i++) expect((await t.http.get('/api/v1/org').set('Authorization', guess())).status).toBe(401);
+    const spending = queries();
+    expect(spending).toBeGreaterThanOrEqual(3); // the counter sees the lookups of the first guesses
+    const statuses: number[] = [];
+    for (let i = 0; i < 500; i++) {
+      const res = await t.http.get('/api/v1/org').set('Authorization', i % 5 === 0 ? BAD_KEY : guess());
+      statuses.push(res.status);
+      if (res.status !== 429 || !res.headers['retry-after']) throw new Error(`request ${i}: ${res.status} ${JSON.stringify(res.body)}`);
+    }
+    expect(statuses.every((status) => status === 429)).toBe(true);
+    expect(queries() - spending).toBe(0);
+  });
+
+  it('an unknown key is remembered as unknown: 50 requests with one wrong key cost one lookup', async () => {
+    const t = await app({ rateLimitPerMinute: 1000, rateLimitPerHour: 1000, rateLimitPlans: {} });
+    const queries = countQueries(t);
+    const wrong = guess();
+    expect((await t.http.get('/api/v1/org').set('Authorization', wrong)).status).toBe(401);
+    const lookup = queries(); // one lookup (a query, and a pool checkout on PostgreSQL)
+    expect(lookup).toBeGreaterThan(0);
+    for (let i = 0; i < 49; i++) expect((await t.http.get('/api/v1/org').set('Authorization', wrong)).status).toBe(401);
+    expect(queries()).toBe(lookup);
+  });
+
+  it('a flood of new guesses does not push a valid key out of memory', async () => {
+    const t = await app({ rateLimitPerMinute: 100_000, rateLimitPerHour: 100_000, rateLimitPlans: {} });
+    const org = await createOrg(t.app);
+    const keys = t.app.get(ApiKeysService);
+    const now = Date.now();
+    await keys.authenticate(org.auth, now);
+    for (let i = 0; i < 10_050; i++) await keys.authenticate(guess(), now).catch(() => undefined);
+    // still served from memory: no lookup needed
+    expect(keys.authenticateFromMemory(org.auth, now)).toMatchObject({ keyId: org.keyId });
   });
 });
 
@@ -238,6 +294,8 @@ describeWithRedis('9. With REDIS_URL, several instances share one budget', () =>
     const two = await app(config);
     const org = await createOrg(one.app);
     await mirrorKey(two, org);
+    // both instances know the key already: which one answers first is then not a matter of a cold lookup
+    for (const instance of [one, two]) await instance.app.get(ApiKeysService).authenticate(org.auth);
     const responses = await Promise.all(
       Array.from({ length: 30 }, (_, i) => (i % 2 === 0 ? one : two).http.get('/api/v1/org').set('Authorization', org.auth)),
     );

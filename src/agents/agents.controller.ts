@@ -7,7 +7,6 @@ import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { AGENT_PATH_ID_PATTERN, AgentCreateDto, AgentDeletedDto, AgentDto, AgentUpdateDto } from './agents.dto';
 import { AgentsService } from './agents.service';
-import { HotRoute } from '../hot-routes/hot-route.decorator';
 
 const AgentIdParam = () =>
   ApiParam({
@@ -43,7 +42,6 @@ export class AgentsController {
 
   @Get(':id')
   @RequireScope('agents:read')
-  @HotRoute<AgentsController>((controller, auth, params) => controller.getAgent(auth, params.id))
   @AgentIdParam()
   @ApiOperation({ operationId: 'getAgent', summary: 'Fetch an agent' })
   @ApiEnvelope(AgentDto)

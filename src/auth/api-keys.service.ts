@@ -15,9 +15,18 @@ const TOKEN_PATTERN = /^svc_live_[A-Za-z0-9_-]{32,128}$/;
 const MAX_CACHED_KEYS = 10_000;
 const LAST_USED_FLUSH_MS = 10_000;
 
+interface KnownKey {
+  id: string;
+  orgId: string;
+  scopes: ReadonlySet<string>;
+  expiresAt: Date | null;
+  orgStatus: string;
+  orgPlan: string;
+}
+
 interface CachedKey {
   /** null: the token is known not to be valid (negative cache) */
-  key: { id: string; orgId: string; scopes: ReadonlySet<string>; expiresAt: Date | null; orgStatus: string; orgPlan: string } | null;
+  key: KnownKey | null;
   until: number;
 }
 
@@ -49,12 +58,25 @@ export function generateToken(): string {
 /**
  * API keys: created, revoked, and checked on every request. Checked keys are
  * served from memory for at most `API_KEY_CACHE_TTL_MS` (≤ 5 s), which bounds
- * how long a revocation takes to bite, on every instance. `last_used_at` is
+ * how long a revocation takes to bite, on every instance. Tokens that match no
+ * key are remembered as unknown for as long, apart from the valid ones, so a
+ * repeated guess costs no query and a flood of new guesses evicts no valid key.
+ * `last_used_at` is
  * batched into one write every few seconds instead of one per request.
  */
 @Injectable()
 export class ApiKeysService implements OnModuleDestroy {
+  /**
+   * token hash → a valid key; bounded, oldest dropped first. An entry past its
+   * TTL is looked up again before use, and until then still says the token
+   * was valid lately (see {@link wasValidLately}).
+   */
   private readonly cache = new Map<string, CachedKey>();
+  /**
+   * token hash → known not to be a valid key. Kept apart from `cache` so that
+   * a flood of guesses (each a new token) cannot push valid keys out.
+   */
+  private readonly unknown = new Map<string, number>();
   private readonly inflight = new Map<string, Promise<CachedKey>>();
   /** key id → last use (epoch ms), batched; a Date is made only when flushed */
   private readonly lastUsed = new Map<string, number>();
@@ -76,20 +98,49 @@ export class ApiKeysService implements OnModuleDestroy {
 
   /** Authorization header → the caller, or 401 `unauthorized`. */
   async authenticate(authorization: string | string[] | undefined, now = Date.now()): Promise<AuthContext> {
+    const known = this.authenticateFromMemory(authorization, now);
+    if (known instanceof ApiError) throw known;
+    if (known) return known;
+    const token = parseBearer(authorization)!;
+    const entry = await this.load(token, sha256Hex(token), now);
+    return this.outcome(entry.key, now);
+  }
+
+  /**
+   * What the memory already knows about this Authorization header, without a
+   * query: the caller, the 401, or undefined when the key must be looked up
+   * (a well-formed token seen neither as valid nor as unknown lately).
+   */
+  authenticateFromMemory(authorization: string | string[] | undefined, now = Date.now()): AuthContext | ApiError | undefined {
     const token = parseBearer(authorization);
-    if (!token) throw unauthorized('Authorization header must be "Bearer svc_live_<token>".');
+    if (!token) return unauthorized('Authorization header must be "Bearer svc_live_<token>".');
+    // a malformed token matches no key: refused without a lookup or a cache entry
+    if (!isWellFormedToken(token)) return unauthorized('The API key is not valid.');
     const tokenHash = sha256Hex(token);
+    const entry = this.cache.get(tokenHash);
+    if (entry && entry.until > now) return this.outcome(entry.key, now);
+    const unknownUntil = this.unknown.get(tokenHash);
+    if (unknownUntil !== undefined && unknownUntil > now) return unauthorized('The API key is not valid.');
+    return undefined;
+  }
 
-    let entry = this.cache.get(tokenHash);
-    if (!entry || entry.until <= now) entry = await this.load(token, tokenHash, now);
+  /**
+   * Was this token a valid key when last looked up on this instance (however
+   * long ago, within the cache's bound)? Such a token is looked up even for a
+   * client whose budget for bad keys is spent, so a working client behind the
+   * same address as a guesser keeps working.
+   */
+  wasValidLately(authorization: string | string[] | undefined): boolean {
+    const token = parseBearer(authorization);
+    return token !== null && this.cache.has(sha256Hex(token));
+  }
 
-    const key = entry.key;
+  private outcome(key: KnownKey | null, now: number): AuthContext {
     if (!key) throw unauthorized('The API key is not valid.');
     if (key.expiresAt && key.expiresAt.getTime() <= now) throw unauthorized('The API key has expired.');
     this.lastUsed.set(key.id, now);
     return { keyId: key.id, orgId: key.orgId, orgStatus: key.orgStatus, orgPlan: key.orgPlan, scopes: key.scopes };
   }
-
 
   async create(input: ApiKeyInput, tx?: DbOrTx): Promise<CreatedKey> {
     const scopes = validateScopes(input.scopes);
@@ -112,6 +163,8 @@ export class ApiKeysService implements OnModuleDestroy {
       tx,
     );
     if (!written) throw new ApiError(ErrorCode.Conflict, `key ${id} belongs to another organization`);
+    // a token tried before it existed is valid from now on (on this instance; others within the cache TTL)
+    this.unknown.delete(sha256Hex(token));
     return { id, token, scopes, org_id: input.orgId };
   }
 
@@ -135,8 +188,8 @@ export class ApiKeysService implements OnModuleDestroy {
   }
 
   private async lookup(token: string, tokenHash: string, now: number): Promise<CachedKey> {
-    const candidates = isWellFormedToken(token) ? await this.repository.findCandidatesByPrefix(lookupPrefixOf(token)) : [];
-    let match: CachedKey['key'] = null;
+    const candidates = await this.repository.findCandidatesByPrefix(lookupPrefixOf(token));
+    let match: KnownKey | null = null;
     for (const candidate of candidates) {
       if (constantTimeEqual(candidate.tokenHash, tokenHash) && !candidate.revokedAt) {
         match = {
@@ -149,14 +202,15 @@ export class ApiKeysService implements OnModuleDestroy {
         };
       }
     }
-    const entry: CachedKey = { key: match, until: now + this.config.apiKeyCacheTtlMs };
-    if (this.cache.size >= MAX_CACHED_KEYS) {
-      // Map iteration order is insertion order: drop the oldest entry
-      const oldest = this.cache.keys().next().value;
-      if (oldest !== undefined) this.cache.delete(oldest);
+    const until = now + this.config.apiKeyCacheTtlMs;
+    if (match) {
+      this.unknown.delete(tokenHash);
+      boundedSet(this.cache, tokenHash, { key: match, until });
+    } else {
+      this.cache.delete(tokenHash);
+      boundedSet(this.unknown, tokenHash, until);
     }
-    this.cache.set(tokenHash, entry);
-    return entry;
+    return { key: match, until };
   }
 
   /** Writes the batched last-used times (every few seconds, and at shutdown). */
@@ -170,6 +224,16 @@ export class ApiKeysService implements OnModuleDestroy {
       this.logger.warn({ err: { message: (error as Error).message } }, 'could not record api key last_used_at');
     }
   }
+}
+
+/** Map iteration order is insertion order: at the bound, the oldest entry goes. */
+function boundedSet<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  if (map.size >= MAX_CACHED_KEYS) {
+    const oldest = map.keys().next().value;
+    if (oldest !== undefined) map.delete(oldest);
+  }
+  map.set(key, value);
 }
 
 function parseBearer(header: string | string[] | undefined): string | null {

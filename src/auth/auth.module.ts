@@ -1,12 +1,14 @@
 import { Global, Module } from '@nestjs/common';
-import { ApiKeyGuard } from './api-key.guard';
+import { RateLimitModule } from '../rate-limit/rate-limit.module';
 import { ApiKeysFixtureSection } from './api-keys.fixtures';
 import { ApiKeysRepository } from './api-keys.repository';
 import { ApiKeysService } from './api-keys.service';
+import { AuthenticationGuard } from './authentication.guard';
 
 @Global()
 @Module({
-  providers: [ApiKeysRepository, ApiKeysService, ApiKeyGuard, ApiKeysFixtureSection],
-  exports: [ApiKeysService, ApiKeyGuard],
+  imports: [RateLimitModule],
+  providers: [ApiKeysRepository, ApiKeysService, AuthenticationGuard, ApiKeysFixtureSection],
+  exports: [ApiKeysService, AuthenticationGuard],
 })
 export class AuthModule {}

@@ -3,22 +3,15 @@ import { ApiError, ErrorCode } from './api-error';
 import { translateDatabaseError } from './database-errors';
 import type { AppLogger } from './logger';
 
-interface BodyParserError {
-  type: string;
-}
-
 /**
- * body-parser marks its errors with a `type` (`entity.parse.failed`, …).
- * Nest 12's Express adapter wraps them in an HttpException (400/413) with the
- * original as `cause`, so the mark is looked for on the error and its cause.
+ * The HTTP status a framework error carries: Nest's HttpException, or the
+ * `statusCode` that Node HTTP libraries (the router, http-errors) put on
+ * theirs, e.g. 415 for a Content-Type header that does not parse.
  */
-function bodyParserError(exception: unknown): BodyParserError | null {
-  let current: unknown = exception;
-  for (let depth = 0; depth < 3 && current !== null && typeof current === 'object'; depth++) {
-    if (typeof (current as { type?: unknown }).type === 'string') return current as BodyParserError;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return null;
+function frameworkStatus(exception: unknown): number | null {
+  if (exception instanceof HttpException) return exception.getStatus();
+  const status = (exception as { statusCode?: unknown } | null)?.statusCode;
+  return exception instanceof Error && typeof status === 'number' && status >= 400 && status < 600 ? status : null;
 }
 
 export interface ErrorResponseBody {
@@ -35,36 +28,16 @@ export function renderErrorBody(error: ApiError, requestId: string): ErrorRespon
   return body;
 }
 
-/** Body-parser and Nest's own HTTP exceptions, as the API errors the spec names. */
+/** Nest's own HTTP exceptions and the platform's, as the API errors the spec names. */
 export function frameworkApiError(exception: unknown): ApiError | null {
-  const parserError = bodyParserError(exception);
-  if (parserError) {
-    // body-parser failures reach us before any route runs
-    if (parserError.type === 'entity.too.large') {
-      return new ApiError(ErrorCode.PayloadTooLarge, 'The request body exceeds 1 MiB.');
-    }
-    if (parserError.type === 'entity.parse.failed') {
-      return ApiError.validation({ body: ['is not valid JSON'] }, 'The request body is not valid JSON.');
-    }
-    if (parserError.type === 'encoding.unsupported' || parserError.type === 'charset.unsupported') {
-      return ApiError.validation({ body: ['has an unsupported encoding'] }, 'The request body encoding is not supported.');
-    }
-  }
-
-  if (exception instanceof HttpException) {
-    const status = exception.getStatus();
-    if (status === 404) return new ApiError(ErrorCode.NotFound, 'No such endpoint.');
-    if (status === 413) return new ApiError(ErrorCode.PayloadTooLarge, 'The request body exceeds 1 MiB.');
-    if (status === 429) return new ApiError(ErrorCode.RateLimited, 'Rate limit exceeded.');
-    // Express could not percent-decode a path segment: such a path names no resource
-    if (status === 400 && exception.message.startsWith('Failed to decode param')) {
-      return new ApiError(ErrorCode.NotFound, 'No resource has this path: it is not valid percent-encoding.');
-    }
-    if (status === 400 || status === 422) return ApiError.validation({}, 'The request is not valid.');
-    if (status === 401) return new ApiError(ErrorCode.Unauthorized, 'A valid API key is required.');
-    if (status === 403) return new ApiError(ErrorCode.InsufficientScope, 'The API key lacks the scope this endpoint needs.');
-    if (status === 503) return new ApiError(ErrorCode.ServiceUnavailable, 'The service is temporarily unavailable.');
-  }
+  const status = frameworkStatus(exception);
+  if (status === 404) return new ApiError(ErrorCode.NotFound, 'No such endpoint.');
+  if (status === 413) return new ApiError(ErrorCode.PayloadTooLarge, 'The request body exceeds 1 MiB.');
+  if (status === 429) return new ApiError(ErrorCode.RateLimited, 'Rate limit exceeded.');
+  if (status === 400 || status === 415 || status === 422) return ApiError.validation({}, 'The request is not valid.');
+  if (status === 401) return new ApiError(ErrorCode.Unauthorized, 'A valid API key is required.');
+  if (status === 403) return new ApiError(ErrorCode.InsufficientScope, 'The API key lacks the scope this endpoint needs.');
+  if (status === 503) return new ApiError(ErrorCode.ServiceUnavailable, 'The service is temporarily unavailable.');
   return null;
 }
 
@@ -81,7 +54,7 @@ export function knownApiError(exception: unknown): ApiError | null {
  * The API error a thrown value is answered with. Unexpected errors are logged
  * (with the request id, never request data) and become 500 `internal_error`;
  * an unreachable database is logged as a warning and becomes 503. Used by the
- * exception filter and the hot-route dispatcher.
+ * exception filter.
  */
 export function resolveApiError(exception: unknown, requestId: string, logger: AppLogger): ApiError {
   if (exception instanceof ApiError) return exception;

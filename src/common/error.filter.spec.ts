@@ -14,16 +14,22 @@ function render(exception: unknown): { status: number; body: { error: { code: st
   return { status, body: body as { error: { code: string } } };
 }
 
-describe('ErrorEnvelopeFilter: a path Express cannot percent-decode', () => {
-  it('is a 404 not_found (it names no resource), not a validation error', () => {
-    const { status, body } = render(new BadRequestException("Failed to decode param '%E0%A4%A'"));
-    expect(status).toBe(404);
-    expect(body.error.code).toBe('not_found');
-  });
-
-  it('leaves other 400s as 422 validation_failed', () => {
+describe('ErrorEnvelopeFilter: framework errors', () => {
+  it('maps a framework 400 to 422 validation_failed', () => {
     const { status, body } = render(new BadRequestException('something else'));
     expect(status).toBe(422);
     expect(body.error.code).toBe('validation_failed');
+  });
+
+  it("maps a platform error's statusCode (415: a Content-Type that does not parse) to 422", () => {
+    const { status, body } = render(Object.assign(new Error('Unsupported Media Type'), { statusCode: 415 }));
+    expect(status).toBe(422);
+    expect(body.error.code).toBe('validation_failed');
+  });
+
+  it('answers anything else as 500 internal_error', () => {
+    const { status, body } = render(new Error('boom'));
+    expect(status).toBe(500);
+    expect(body.error.code).toBe('internal_error');
   });
 });

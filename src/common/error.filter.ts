@@ -17,7 +17,7 @@ export class ErrorEnvelopeFilter implements ExceptionFilter {
     const request = http.getRequest<RequestContext>();
     const response = http.getResponse();
     const adapter = this.adapterHost.httpAdapter;
-    const requestId = request.requestId ?? resolveRequestId(undefined);
+    const requestId = request.requestId || resolveRequestId(undefined);
 
     const error = resolveApiError(exception, requestId, this.logger);
     adapter.setHeader(response, REQUEST_ID_HEADER, requestId);

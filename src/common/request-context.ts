@@ -1,8 +1,8 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import type { AppLogger } from './logger';
+import { parse as parseQuery } from 'node:querystring';
 
-/** What the service hangs on a request as it passes the middleware and guards. */
+/** What the service hangs on a request as it passes the hooks and guards. */
 export interface AuthContext {
   keyId: string;
   orgId: string;
@@ -11,14 +11,26 @@ export interface AuthContext {
   scopes: ReadonlySet<string>;
 }
 
-export interface RequestContext extends IncomingMessage {
+/**
+ * The request as guards, interceptors, pipes and the filter see it. Only what
+ * every HTTP platform offers (and bootstrap.ts adds) is named here, so nothing
+ * outside bootstrap.ts depends on which platform serves the app.
+ */
+export interface RequestContext {
+  /** set by the first request hook (bootstrap.ts), before routing and parsing */
   requestId: string;
+  /** set by the authentication step (auth/authentication.guard.ts) */
   auth?: AuthContext;
-  /** raw body bytes, kept by the body parser for idempotency fingerprints */
+  /** the body bytes as received (decoded), for idempotency fingerprints */
   rawBody?: Buffer;
   body?: unknown;
   query?: Record<string, unknown>;
   params?: Record<string, string>;
+  headers: IncomingHttpHeaders;
+  method: string;
+  /** path and query as received */
+  url: string;
+  socket?: { remoteAddress?: string };
 }
 
 export const REQUEST_ID_HEADER = 'X-Request-ID';
@@ -30,42 +42,32 @@ export function resolveRequestId(incoming: string | string[] | undefined): strin
   return value && WELL_FORMED_REQUEST_ID.test(value) ? value : `req_${randomUUID().replace(/-/g, '')}`;
 }
 
-/**
- * Starts a request: assigns the request id before routing, so every
- * response, unknown routes and parser errors included, carries it, and logs
- * one line when the response is finished. Idempotent: a request the hot-route
- * dispatcher began and then handed to the full pipeline is begun once.
- */
-export function beginRequest(req: IncomingMessage, res: ServerResponse, logger: AppLogger): RequestContext {
-  const ctx = req as RequestContext;
-  if (ctx.requestId !== undefined) return ctx;
-  const started = process.hrtime.bigint();
-  ctx.requestId = resolveRequestId(req.headers['x-request-id']);
-  res.setHeader(REQUEST_ID_HEADER, ctx.requestId);
-  // the URL as received: routing rewrites req.url (a 404 under the prefix logged "/org")
-  const url = req.url ?? '';
-  res.on('finish', () => {
-    const queryAt = url.indexOf('?');
-    logger.info(
-      {
-        request_id: ctx.requestId,
-        method: req.method,
-        path: queryAt === -1 ? url : url.slice(0, queryAt),
-        status: res.statusCode,
-        duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
-        org_id: ctx.auth?.orgId,
-        key_id: ctx.auth?.keyId,
-      },
-      'request',
-    );
-  });
-  return ctx;
+/** The path part of a request target. */
+export function pathOf(url: string | undefined): string {
+  const value = url ?? '/';
+  const queryAt = value.indexOf('?');
+  return queryAt === -1 ? value : value.slice(0, queryAt);
 }
 
-/** First middleware of the chain: {@link beginRequest}. */
-export function requestContextMiddleware(logger: AppLogger) {
-  return (req: IncomingMessage, res: ServerResponse, next: () => void): void => {
-    beginRequest(req, res, logger);
-    next();
+/** The fields of the one log line written per request (when its response is finished). */
+export function requestLogFields(request: RequestContext, status: number, durationMs: number): Record<string, unknown> {
+  return {
+    request_id: request.requestId,
+    method: request.method,
+    path: pathOf(request.url),
+    status,
+    duration_ms: durationMs,
+    org_id: request.auth?.orgId,
+    key_id: request.auth?.keyId,
   };
+}
+
+/**
+ * The query string as the controllers receive it: `a=1&a=2` gives an array
+ * (so repeated parameters can be refused), `metadata[k]=v` stays the flat key
+ * `metadata[k]` (the conversation list reads those itself), `+` is a space.
+ * Node's own parser, so every platform hands over the same object.
+ */
+export function parseQueryString(query: string): Record<string, string | string[]> {
+  return parseQuery(query) as Record<string, string | string[]>;
 }

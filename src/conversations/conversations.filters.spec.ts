@@ -1,3 +1,4 @@
+import { parseQueryString } from '../common/request-context';
 import { ApiError } from '../common/api-error';
 import { ConversationListQueryPipe } from './conversations.filters';
 
@@ -34,10 +35,11 @@ describe('ConversationListQueryPipe', () => {
     expect(pipe.transform({ is_onboarding: 'true', agent_id: hex }).filters).toEqual(pipe.transform({ is_onboarding: '1', agent_id: `agent_${hex}` }).filters);
   });
 
-  it('accepts metadata as an object too (extended query parser) with the same key rules', () => {
-    expect(pipe.transform({ metadata: { ticketId: '7' } }).filters).toEqual({ metadata: { ticketId: '7' } });
-    expect(() => pipe.transform({ metadata: { $gt: '7' } })).toThrow(ApiError);
-    expect(() => pipe.transform({ metadata: { a: { b: '1' } } })).toThrow(ApiError);
+  it('reads metadata filters from the flat `metadata[KEY]` params the query parser gives', () => {
+    expect(parseQueryString('metadata%5BticketId%5D=7&metadata[b]=x+y')).toEqual({ 'metadata[ticketId]': '7', 'metadata[b]': 'x y' });
+    expect(pipe.transform(parseQueryString('metadata[ticketId]=7')).filters).toEqual({ metadata: { ticketId: '7' } });
+    // repeated: an array, refused
+    expect(() => pipe.transform(parseQueryString('metadata[a]=1&metadata[a]=2'))).toThrow(ApiError);
   });
 
   it('names every bad parameter at once', () => {

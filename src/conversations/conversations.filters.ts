@@ -39,8 +39,8 @@ const METADATA_KEY = /^metadata\[(.*)\]$/s;
 const MAX_METADATA_KEYS = BOUNDS.metadataKeys;
 
 /**
- * The one place the conversation list query is validated. Express 5's simple
- * query parser hands `metadata[ticketId]=x` over as a flat key, so the named
+ * The one place the conversation list query is validated. The app's query
+ * parser (`parseQueryString`) hands `metadata[ticketId]=x` over as a flat key, so the named
  * params go through class-validator (unknown params → 422) and the bracket keys
  * are checked here: no `$` prefix, no dot, no empty key, one string value.
  */
@@ -51,7 +51,7 @@ export class ConversationListQueryPipe implements PipeTransform<unknown, Convers
     const named: Record<string, unknown> = {};
     const metadata: Record<string, string> = {};
     const fields: FieldErrors = {};
-    for (const [param, value] of metadataEntries(query)) {
+    for (const [param, value] of Object.entries(query)) {
       const match = METADATA_KEY.exec(param);
       if (!match) {
         named[param] = value;
@@ -113,19 +113,6 @@ export class ConversationListQueryPipe implements PipeTransform<unknown, Convers
     }
     return { cursor: dto.cursor, limit: dto.limit, filters };
   }
-}
-
-/**
- * The query's entries with `metadata[KEY]` as flat keys. Express's simple parser
- * already delivers them that way; should the app switch to the extended parser,
- * a `metadata` object is flattened back, so validation stays the same.
- */
-function metadataEntries(query: Record<string, unknown>): Array<[string, unknown]> {
-  return Object.entries(query).flatMap(([param, value]): Array<[string, unknown]> =>
-    param === 'metadata' && value !== null && typeof value === 'object' && !Array.isArray(value)
-      ? Object.entries(value as Record<string, unknown>).map(([key, inner]) => [`metadata[${key}]`, inner])
-      : [[param, value]],
-  );
 }
 
 function laterOf(a: Date | undefined, b: Date | undefined): Date | undefined {

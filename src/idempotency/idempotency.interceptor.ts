@@ -1,5 +1,5 @@
 import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
-import type { ServerResponse } from 'node:http';
+import { HttpAdapterHost } from '@nestjs/core';
 import { catchError, mergeMap, of, type Observable } from 'rxjs';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { knownApiError, renderErrorBody, summarizeError } from '../common/error-body';
@@ -46,13 +46,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
     private readonly idempotency: IdempotencyService,
     @Inject(LOGGER) private readonly logger: AppLogger,
+    private readonly adapterHost: HttpAdapterHost,
   ) {}
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
     if (context.getType() !== 'http') return next.handle();
     const http = context.switchToHttp();
     const request = http.getRequest<RequestContext>();
-    const response = http.getResponse<ServerResponse>();
+    const response = http.getResponse<{ statusCode: number }>();
     const method = (request.method ?? 'GET').toUpperCase();
     // spec: GET and DELETE ignore the header; public routes have no organization to scope it to
     if (!IDEMPOTENT_METHODS.has(method) || !request.auth) return next.handle();
@@ -101,8 +102,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
     );
   }
 
-  private replay(record: IdempotencyRecord, request: RequestContext, response: ServerResponse): Observable<unknown> {
-    response.setHeader(IDEMPOTENT_REPLAYED_HEADER, 'true');
+  private replay(record: IdempotencyRecord, request: RequestContext, response: unknown): Observable<unknown> {
+    this.adapterHost.httpAdapter.setHeader(response, IDEMPOTENT_REPLAYED_HEADER, 'true');
     const stored = record.body as StoredEnvelope;
     if (stored.error && ERROR_CODES.has(stored.error.code)) {
       // the filter renders it again, with this request's request_id

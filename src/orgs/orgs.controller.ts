@@ -5,7 +5,6 @@ import { ApiEnvelope } from '../common/openapi';
 import type { AuthContext } from '../common/request-context';
 import { OrgDto } from './orgs.dto';
 import { OrgsService } from './orgs.service';
-import { HotRoute } from '../hot-routes/hot-route.decorator';
 
 @ApiTags('Organization')
 @Controller('org')
@@ -14,7 +13,6 @@ export class OrgsController {
 
   @Get()
   @RequireScope('org:read')
-  @HotRoute<OrgsController>((controller, auth) => controller.getOrg(auth))
   @ApiOperation({ operationId: 'getOrg', summary: 'The organization of the calling key' })
   @ApiEnvelope(OrgDto)
   getOrg(@Auth() auth: AuthContext): Promise<OrgDto> {

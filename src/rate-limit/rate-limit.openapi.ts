@@ -1,5 +1,5 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
-import { RATE_LIMIT_HEADERS } from './rate-limit.guard';
+import { RATE_LIMIT_HEADERS } from './rate-limiter';
 
 type Operation = { security?: unknown[]; responses?: Record<string, { headers?: Record<string, unknown> }> };
 

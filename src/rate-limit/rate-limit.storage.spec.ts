@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig, parseRateLimitPlans } from '../config/config';
-import { constrainingWindow } from './rate-limit.guard';
+import { constrainingWindow } from './rate-limiter';
 import { MemoryRateLimitStorage } from './rate-limit.storage';
 
 const MINUTE = { name: 'minute', ttlMs: 60_000, limit: 3 };
@@ -40,14 +40,6 @@ describe('MemoryRateLimitStorage', () => {
     now += 60_000;
     storage.sweep();
     expect(storage.size).toBe(1); // only k's hour window is still running
-  });
-
-  it('also works as a plain @nestjs/throttler storage', async () => {
-    const first = await storage.increment('t', 60_000, 1, 60_000, 'default');
-    expect(first).toEqual({ totalHits: 1, timeToExpire: 60, isBlocked: false, timeToBlockExpire: 0 });
-    const second = await storage.increment('t', 60_000, 1, 60_000, 'default');
-    expect(second.isBlocked).toBe(true);
-    expect(second.timeToBlockExpire).toBe(60);
   });
 });
 

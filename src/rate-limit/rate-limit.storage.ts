@@ -1,5 +1,3 @@
-import type { ThrottlerStorage } from '@nestjs/throttler';
-
 /** One fixed window of a budget: at most `limit` hits per `ttlMs`, counted from the window's first hit. */
 export interface RateWindow {
   name: string;
@@ -20,31 +18,14 @@ export interface RateLimitHit {
   windows: WindowUsage[];
 }
 
-/** What @nestjs/throttler's storage interface returns for one hit. */
-export type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
-
 export const RATE_LIMIT_STORAGE = Symbol('RATE_LIMIT_STORAGE');
 
 /**
  * Every window of a budget is checked and counted in one atomic step, so a
- * hit is either counted in all windows or refused in all. Also a plain
- * @nestjs/throttler storage (one window per call).
+ * hit is either counted in all windows or refused in all.
  */
-export interface RateLimitStorage extends ThrottlerStorage {
+export interface RateLimitStorage {
   hit(tracker: string, windows: RateWindow[]): Promise<RateLimitHit>;
-}
-
-/** `ThrottlerStorage.increment` on top of `hit`, shared by both storages. */
-export async function incrementOneWindow(
-  storage: RateLimitStorage,
-  key: string,
-  ttl: number,
-  limit: number,
-  name: string,
-): Promise<ThrottlerStorageRecord> {
-  const { allowed, windows } = await storage.hit(key, [{ name, ttlMs: ttl, limit }]);
-  const seconds = Math.ceil(windows[0].resetsInMs / 1000);
-  return { totalHits: allowed ? windows[0].hits : windows[0].hits + 1, timeToExpire: seconds, isBlocked: !allowed, timeToBlockExpire: allowed ? 0 : seconds };
 }
 
 interface WindowCounter {
@@ -56,8 +37,7 @@ const SWEEP_INTERVAL_MS = 60_000;
 
 /**
  * In-process counters: one small record per tracker and window, no timer per
- * hit (the trap of @nestjs/throttler's default storage, which keeps a timeout
- * for every hit and grows without bound under load). Ended windows are swept
+ * hit (a timer per hit would grow without bound under load). Ended windows are swept
  * once a minute by one shared timer.
  */
 export class MemoryRateLimitStorage implements RateLimitStorage {
@@ -92,10 +72,6 @@ export class MemoryRateLimitStorage implements RateLimitStorage {
       allowed,
       windows: current.map(({ window, counter }) => ({ ...window, hits: counter.hits, resetsInMs: counter.resetAt - now })),
     };
-  }
-
-  increment(key: string, ttl: number, limit: number, _blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
-    return incrementOneWindow(this, key, ttl, limit, throttlerName);
   }
 
   sweep(): void {

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import type { AppLogger } from '../common/logger';
-import { incrementOneWindow, MemoryRateLimitStorage, type RateLimitHit, type RateLimitStorage, type RateWindow, type ThrottlerStorageRecord } from './rate-limit.storage';
+import { MemoryRateLimitStorage, type RateLimitHit, type RateLimitStorage, type RateWindow } from './rate-limit.storage';
 
 /**
  * One script per hit, all windows at once: read every window, refuse if any
@@ -111,10 +111,6 @@ export class RedisRateLimitStorage implements RateLimitStorage {
       allowed: reply[0] === 1,
       windows: windows.map((window, i) => ({ ...window, hits: Number(reply[1 + 2 * i]), resetsInMs: Number(reply[2 + 2 * i]) })),
     };
-  }
-
-  increment(key: string, ttl: number, limit: number, _blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
-    return incrementOneWindow(this, key, ttl, limit, throttlerName);
   }
 
   async close(): Promise<void> {

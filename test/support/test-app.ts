@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
 import { AppModule } from '../../src/app.module';
-import { APP_OPTIONS, configureApp } from '../../src/bootstrap';
+import { APP_OPTIONS, configureApp, createHttpAdapter, initApp } from '../../src/bootstrap';
 import { createLogger, type AppLogger } from '../../src/common/logger';
 import { loadConfig, type AppConfig } from '../../src/config/config';
 import { DatabaseConnection, PGLITE_EXTENSIONS } from '../../src/database/connection';
@@ -78,10 +78,10 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}, options:
   const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config, logger, { connection }), ...(options.imports ?? [])] })
     .setLogger(false as never)
     .compile();
-  const app = moduleRef.createNestApplication(APP_OPTIONS);
+  const app = moduleRef.createNestApplication(createHttpAdapter(logger), APP_OPTIONS);
   configureApp(app, logger);
   try {
-    await app.init();
+    await initApp(app);
   } catch (error) {
     // an app that refuses to start (tests of start-up checks) must not keep its database open
     await app.close().catch(() => undefined);
