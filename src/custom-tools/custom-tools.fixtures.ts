@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsIn, IsISO8601, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { IsBoolean, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import { BOUNDS } from '../common/input-bounds';
 import type { Transaction } from '../database/database.types';
@@ -9,6 +9,7 @@ import { CreateCustomToolDto, CustomToolCredentialsInput } from './custom-tools.
 import { CustomToolsRepository, type NewCustomToolRow } from './custom-tools.repository';
 import { AUTH_TYPES, buildToolRow, type AuthInput, type StoredCredentials } from './custom-tools.rules';
 import { CustomToolsService } from './custom-tools.service';
+import { IsDateTime } from '../common/validation';
 
 /** `auth` as the API shows it. */
 export class CustomToolAuthFixture {
@@ -28,8 +29,8 @@ export class CustomToolFixture extends CreateCustomToolDto {
   @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolAuthFixture) override auth?: CustomToolAuthFixture = undefined;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolCredentialsInput) credentials?: CustomToolCredentialsInput;
   @IsOptional() @IsBoolean() is_active?: boolean;
-  @IsOptional() @IsISO8601() created_at?: string | null;
-  @IsOptional() @IsISO8601() updated_at?: string | null;
+  @IsOptional() @IsDateTime() created_at?: string | null;
+  @IsOptional() @IsDateTime() updated_at?: string | null;
 }
 
 /** The fixture's `auth` + `credentials` as the API's `auth` input: `auth.header_name` is the api key's header. */
