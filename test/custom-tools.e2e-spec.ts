@@ -234,21 +234,17 @@ describe('url must be an absolute http(s) URL whose host is not an internal lite
 });
 
 describe('placeholders, body_template, headerName and method', () => {
-  it('every {{param}} in url must name a declared parameter', async () => {
+  it('a {{param}} in url or body_template needs no declared parameter: it is kept as written', async () => {
     const org = await createOrg(t.app);
     const res = await api.post(org, toolBody({ url: 'https://example.com/{{missing}}', parameters: [] }));
-    expect(res.status).toBe(422);
-    expect(res.body.error.details.fields.url[0]).toMatch(/missing/);
-  });
-
-  it('every {{param}} in body_template must name a declared parameter', async () => {
-    const org = await createOrg(t.app);
-    const res = await api.post(
+    expect(res.status).toBe(201);
+    expect(res.body.data.url).toBe('https://example.com/{{missing}}');
+    const body = await api.post(
       org,
       toolBody({ method: 'POST', url: 'https://example.com/x', parameters: [{ name: 'a' }], body_template: '{"a": "{{a}}", "b": {{b}}}' }),
     );
-    expect(res.status).toBe(422);
-    expect(Object.keys(res.body.error.details.fields)).toEqual(['body_template']);
+    expect(body.status).toBe(201);
+    expect(body.body.data.body_template).toBe('{"a": "{{a}}", "b": {{b}}}');
   });
 
   it('body_template must be valid JSON once placeholders are substituted (inside strings as text, bare as a JSON value)', async () => {
@@ -278,11 +274,14 @@ describe('placeholders, body_template, headerName and method', () => {
     }
   });
 
-  it('headerName is required when in is header, named by its index', async () => {
+  it('headerName defaults to the parameter name when in is header; a given one must be an HTTP token, named by its index', async () => {
     const org = await createOrg(t.app);
-    const res = await api.post(org, toolBody({ parameters: [{ name: 'ticket_id' }, { name: 'tenant', in: 'header' }] }));
-    expect(res.status).toBe(422);
-    expect(Object.keys(res.body.error.details.fields)).toEqual(['parameters[1].headerName']);
+    const res = await api.post(org, toolBody({ parameters: [{ name: 'ticket_id' }, { name: 'X-Tenant', in: 'header' }] }));
+    expect(res.status).toBe(201);
+    expect(res.body.data.parameters[1]).toEqual({ name: 'X-Tenant', type: 'string', required: false, in: 'header', headerName: 'X-Tenant' });
+    const bad = await api.post(org, toolBody({ parameters: [{ name: 'ticket_id' }, { name: 'tenant', in: 'header', headerName: 'X Tenant' }] }));
+    expect(bad.status).toBe(422);
+    expect(Object.keys(bad.body.error.details.fields)).toEqual(['parameters[1].headerName']);
     const ok = await api.post(org, toolBody({ parameters: [{ name: 'ticket_id' }, { name: 'tenant', in: 'header', headerName: 'X-Tenant' }] }));
     expect(ok.status).toBe(201);
     expect(ok.body.data.parameters[1]).toEqual({ name: 'tenant', type: 'string', required: false, in: 'header', headerName: 'X-Tenant' });
@@ -322,9 +321,12 @@ describe('placeholders, body_template, headerName and method', () => {
     const notString = await api.post(org, toolBody({ headers: { Accept: 5 } }));
     expect(notString.status).toBe(422);
     expect(notString.body.error.details.fields).toHaveProperty(['headers.Accept']);
-    const authHeader = await api.post(org, toolBody({ headers: { Authorization: 'Bearer x' } }));
-    expect(authHeader.status).toBe(422);
-    expect(authHeader.body.error.details.fields).toHaveProperty(['headers.Authorization']);
+    for (const name of ['Authorization', 'cookie', 'Proxy-Authorization']) {
+      const authHeader = await api.post(org, toolBody({ headers: { [name]: 'Bearer x' } }));
+      expect(authHeader.status).toBe(422);
+      // the message says why: plain headers are stored unencrypted and returned
+      expect(authHeader.body.error.details.fields[`headers.${name}`][0]).toMatch(/stored unencrypted and returned/);
+    }
   });
 });
 
@@ -361,16 +363,11 @@ describe('secrets: credentials encrypted at rest, never returned, logged or echo
     expect(decryptJson(t.config.encryptionKey, row.credentialsCiphertext!, basic.id)).toEqual({ username: SECRETS.basicUser, password: SECRETS.basicPass });
   });
 
-  it('requires the credentials of the chosen type, and refuses credentials for none or of another type', async () => {
+  it('refuses an unknown auth type, unknown credentials fields and non-string secrets, never echoing a secret', async () => {
     const org = await createOrg(t.app);
     const cases: Array<[unknown, string]> = [
-      [{ type: 'bearer' }, 'auth.credentials'],
-      [{ type: 'bearer', credentials: {} }, 'auth.credentials.token'],
-      [{ type: 'api_key', credentials: { header_name: 'X-Key' } }, 'auth.credentials.apiKey'],
-      [{ type: 'basic', credentials: { username: SECRETS.basicUser } }, 'auth.credentials.password'],
-      [{ type: 'none', credentials: { token: SECRETS.inError } }, 'auth.credentials'],
-      [{ type: 'bearer', credentials: { token: SECRETS.inError, apiKey: SECRETS.inError } }, 'auth.credentials.apiKey'],
       [{ type: 'oauth', credentials: { token: SECRETS.inError } }, 'auth.type'],
+      [{ type: 'api_key', credentials: { apiKey: SECRETS.inError, header_name: 'bad header' } }, 'auth.credentials.header_name'],
       [{ type: 'bearer', credentials: { token: SECRETS.inError, extra: SECRETS.inError } }, 'auth.credentials.extra'],
       [{ type: 'bearer', credentials: { token: 12345 } }, 'auth.credentials.token'],
     ];
@@ -382,7 +379,7 @@ describe('secrets: credentials encrypted at rest, never returned, logged or echo
     }
   });
 
-  it('PATCH with credentials rotates them; omitting them keeps them; a type change without them is 422', async () => {
+  it('PATCH with credentials rotates them; omitting them keeps them; a type change without them drops them', async () => {
     const org = await createOrg(t.app);
     const tool = await createTool(org, { auth: { type: 'bearer', credentials: { token: SECRETS.bearer } } });
     const before = (await storedRow(tool.id)).credentialsCiphertext;
@@ -401,9 +398,9 @@ describe('secrets: credentials encrypted at rest, never returned, logged or echo
     expect(decryptJson(t.config.encryptionKey, after, tool.id)).toEqual({ token: SECRETS.rotated });
 
     const typeOnly = await api.patch(org, `${BASE}/${tool.id}`, { auth: { type: 'api_key' } });
-    expect(typeOnly.status).toBe(422);
-    expect(Object.keys(typeOnly.body.error.details.fields)).toEqual(['auth.credentials']);
-    expect((await api.get(org, `${BASE}/${tool.id}`)).body.data.auth).toEqual({ type: 'bearer', header_name: null });
+    expect(typeOnly.status).toBe(200);
+    expect(typeOnly.body.data.auth).toEqual({ type: 'api_key', header_name: 'X-API-Key' });
+    expect((await storedRow(tool.id)).credentialsCiphertext).toBeNull();
 
     const switched = await api.patch(org, `${BASE}/${tool.id}`, { auth: { type: 'api_key', credentials: { apiKey: SECRETS.apiKey, header_name: 'X-Key' } } });
     expect(switched.body.data.auth).toEqual({ type: 'api_key', header_name: 'X-Key' });
@@ -466,12 +463,14 @@ describe('plan cap limits.custom_tool_slots, is_active, response_mapping and gro
     }
   });
 
-  it('PATCH validates the merged definition: dropping a parameter the url uses is 422', async () => {
+  it('PATCH validates the merged definition: a new url is judged with the stored parameters, a new method with the stored body', async () => {
     const org = await createOrg(t.app);
-    const tool = await createTool(org);
-    const res = await api.patch(org, `${BASE}/${tool.id}`, { parameters: [] });
+    const tool = await createTool(org, { headers: { Accept: 'application/json' } });
+    const res = await api.patch(org, `${BASE}/${tool.id}`, { parameters: [{ name: 'a' }, { name: 'a' }] });
     expect(res.status).toBe(422);
-    expect(res.body.error.details.fields).toHaveProperty('url');
+    expect(res.body.error.details.fields).toHaveProperty(['parameters[1].name']);
+    const internal = await api.patch(org, `${BASE}/${tool.id}`, { url: 'http://[::1]/{{ticket_id}}' });
+    expect(Object.keys(internal.body.error.details.fields)).toEqual(['url']);
   });
 });
 
@@ -632,8 +631,8 @@ describe('fixture section custom_tools', () => {
     };
     await expect(loader.load(bad)).rejects.toThrow(FixtureError);
     await expect(loader.load(bad)).rejects.toMatchObject({ path: 'orgs[0].custom_tools[1].url' });
-    const noSecret = { orgs: [{ ...bad.orgs[0], custom_tools: [{ label: 'A', description: 'x', method: 'GET', url: 'https://e.com/', auth: { type: 'none' }, credentials: { token: SECRETS.fixture } }] }] };
-    await expect(loader.load(noSecret)).rejects.toMatchObject({ path: 'orgs[0].custom_tools[0].credentials' });
+    const badHeader = { orgs: [{ ...bad.orgs[0], custom_tools: [{ label: 'A', description: 'x', method: 'GET', url: 'https://e.com/', headers: { Cookie: 'c' } }] }] };
+    await expect(loader.load(badHeader)).rejects.toMatchObject({ path: 'orgs[0].custom_tools[0].headers.Cookie' });
     expect(await t.connection.db.select().from(customTools).where(eq(customTools.orgId, orgId))).toEqual([]);
   });
 

@@ -2,6 +2,7 @@ import { and, eq } from 'drizzle-orm';
 import { newId } from '../libs/ids/ids';
 import { SCOPES, type Scope } from '../src/auth/scopes';
 import { documents, sources } from '../src/database/schema';
+import { BOUNDS } from '../src/common/input-bounds';
 import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
@@ -124,7 +125,9 @@ describe('POST /sources creates website and webpage sources', () => {
       'http://[::ffff:127.0.0.1]/',
       'http://2130706433/',
       'http://[fd00:ec2::254]/',
-      'https://example.com/{{page}}',
+      'http://host.docker.internal/',
+      'http://kubernetes.default.svc/',
+      'http://[::ffff:0:7f00:1]/',
     ]) {
       const res = await api.post(org, { type: 'website', name: 'X', config: { url } });
       expect(res.status).toBe(422);
@@ -133,14 +136,18 @@ describe('POST /sources creates website and webpage sources', () => {
     expect((await api.get(org, BASE)).body.data).toHaveLength(1); // only the upload singleton
   });
 
-  it('config is bounded: indexed must be boolean, at most 8 KiB and 5 levels; unknown top-level fields are 422', async () => {
+  it(`config is bounded: indexed must be boolean, at most ${BOUNDS.sourceConfigBytes} bytes and ${BOUNDS.sourceConfigDepth} levels; unknown top-level fields are 422`, async () => {
     const org = await createOrg(t.app);
     const url = 'https://x.example.com/';
     const indexed = await api.post(org, { type: 'website', name: 'X', config: { url, indexed: 'yes' } });
     expect(Object.keys(indexed.body.error.details.fields)).toEqual(['config.indexed']);
-    const big = await api.post(org, { type: 'website', name: 'X', config: { url, blob: 'x'.repeat(9000) } });
+    const big = await api.post(org, { type: 'website', name: 'X', config: { url, blob: 'x'.repeat(BOUNDS.sourceConfigBytes) } });
     expect(Object.keys(big.body.error.details.fields)).toEqual(['config']);
-    const deep = await api.post(org, { type: 'website', name: 'X', config: { url, a: { b: { c: { d: { e: { f: 1 } } } } } } });
+    let nested: Record<string, unknown> = { leaf: 1 };
+    for (let depth = 1; depth < BOUNDS.sourceConfigDepth; depth++) nested = { inner: nested };
+    // config itself is one level: the bound holds, one more is refused
+    expect((await api.post(org, { type: 'website', name: 'X', config: { url, a: (nested.inner as object) } })).status).toBe(201);
+    const deep = await api.post(org, { type: 'website', name: 'X', config: { url, a: nested } });
     expect(Object.keys(deep.body.error.details.fields)).toEqual(['config']);
     expect((await api.post(org, { type: 'website', name: 'X', config: [url] })).status).toBe(422);
     expect((await api.post(org, { type: 'website', name: 'X', config: { url }, sync_status: 'ready' })).status).toBe(422);

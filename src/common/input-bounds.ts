@@ -58,9 +58,15 @@ export const BOUNDS = {
   metadataKeys: 20,
   metadataKey: 64,
   metadataValue: 500,
-  /** free-form JSON objects (agent pending_trigger_hint, source config): size as JSON in bytes, nesting depth */
+  /** free-form JSON objects (agent pending_trigger_hint): size as JSON in bytes, nesting depth */
   jsonBytes: 8_192,
   jsonDepth: 5,
+  /**
+   * source `config`: a crawler configuration (include/exclude lists of
+   * thousands of paths fit); bounds what one row stores and the crawler reads
+   */
+  sourceConfigBytes: 262_144,
+  sourceConfigDepth: 16,
   /** conversation_number: a PostgreSQL integer (int32) */
   conversationNumber: 2_147_483_647,
 } as const;

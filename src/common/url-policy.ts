@@ -1,56 +1,80 @@
 /**
  * The one outbound-URL policy, shared by custom tools and knowledge sources:
  * the platform itself will call these URLs, so they must not point it at its
- * own network (SSRF).
+ * own network (SSRF). docs/decisions.md ("Outbound URLs") has the rule in prose.
  *
- * What is checked here is the URL as written: an absolute http(s) URL whose
- * host is not a loopback, link-local, private-range, reserved or metadata
- * address written as a literal, in any spelling the WHATWG URL parser (the
- * one the caller uses) accepts: `http://2130706433`, `http://0x7f.1`,
- * `http://0177.0.0.1` and `http://127.1` all parse to 127.0.0.1, and
- * `[::ffff:127.0.0.1]` is IPv4-mapped IPv6. A *name* that resolves to such an
- * address (DNS rebinding, a public name pointing at 10.0.0.1) can only be
- * judged when the platform resolves it at execution time; that check belongs
- * to the executor, which must re-apply `isPublicIpAddress` to the address it
- * actually connects to.
+ * What is judged here is the URL as written: an absolute http(s) URL whose
+ * host is
+ * - not an address of the IANA IPv4 or IPv6 special-purpose registries, in any
+ *   spelling the WHATWG URL parser (the one the executor uses) accepts —
+ *   `2130706433`, `0x7f.1`, `0177.0.0.1`, `127.1` all parse to 127.0.0.1 —
+ *   and not an IPv6 address outside global unicast 2000::/3; IPv4 embedded in
+ *   IPv6 (mapped, translated, NAT64, 6to4, Teredo) is decoded and named;
+ * - not a name internal by convention (`localhost`, `*.local`, `*.internal`,
+ *   `*.svc`, `*.home.arpa`, dotless names, …).
+ * A *name* that resolves to such an address (DNS rebinding, a public name
+ * pointing at 10.0.0.1) can only be judged when the platform resolves it at
+ * execution time: the executor must re-apply `isPublicIpAddress` to the
+ * address it actually connects to.
  */
 
 import { BOUNDS } from './input-bounds';
+import { ICANN_SUFFIX_RULES } from './public-suffix-rules';
 
 export const MAX_URL_LENGTH = BOUNDS.url;
 
-/** Host names that always mean "this machine" or a cloud metadata service. */
-const BLOCKED_HOST_NAMES = new Set([
-  'localhost',
-  'localhost.localdomain',
-  'ip6-localhost',
-  'ip6-loopback',
-  'metadata',
-  'metadata.google.internal',
-  'metadata.goog',
-  'instance-data',
-  'instance-data.ec2.internal',
-]);
+/**
+ * `{{ name }}`: a placeholder, the same in a custom tool's `url` and
+ * `body_template`. The name has the charset and length of a parameter name;
+ * blanks (spaces, tabs) around it are tolerated.
+ */
+export const PLACEHOLDER_NAME_CHARS = 'A-Za-z0-9_.-';
+export function placeholderPattern(): RegExp {
+  return new RegExp(`\\{\\{[ \\t]*([${PLACEHOLDER_NAME_CHARS}]{1,${BOUNDS.toolParameterName}})[ \\t]*\\}\\}`, 'g');
+}
 
-/** IPv4 ranges that are not publicly routable (RFC 6890 special-purpose) or are metadata endpoints. */
-const BLOCKED_IPV4: Array<[string, number]> = [
-  ['0.0.0.0', 8], // "this network", 0.0.0.0
-  ['10.0.0.0', 8], // private
-  ['100.64.0.0', 10], // shared address space (CGNAT; 100.100.100.200 is a metadata endpoint)
-  ['127.0.0.0', 8], // loopback
-  ['169.254.0.0', 16], // link-local, includes 169.254.169.254 metadata
-  ['172.16.0.0', 12], // private
-  ['192.0.0.0', 24], // IETF protocol assignments (192.0.0.192 is an Oracle metadata address)
-  ['192.0.2.0', 24], // documentation
-  ['192.88.99.0', 24], // 6to4 relay anycast
-  ['192.168.0.0', 16], // private
-  ['198.18.0.0', 15], // benchmarking
-  ['198.51.100.0', 24], // documentation
-  ['203.0.113.0', 24], // documentation
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, includes 255.255.255.255
+// ---------- IP addresses ----------
+
+interface Ipv4Block {
+  base: number;
+  bits: number;
+  name: string;
+}
+
+function ipv4Block(cidr: string, name: string): Ipv4Block {
+  const [address, bits] = cidr.split('/');
+  return { base: ipv4ToInt(address)!, bits: Number(bits), name: `${name} ${cidr}` };
+}
+
+/** IANA IPv4 Special-Purpose Address Registry, every entry; plus multicast (IPv4 address space registry). */
+const IPV4_SPECIAL: Ipv4Block[] = [
+  ipv4Block('0.0.0.0/8', '"this network"'),
+  ipv4Block('10.0.0.0/8', 'private-use'),
+  ipv4Block('100.64.0.0/10', 'shared address space'), // 100.100.100.200 is a metadata endpoint
+  ipv4Block('127.0.0.0/8', 'loopback'),
+  ipv4Block('169.254.0.0/16', 'link-local'), // 169.254.169.254 metadata
+  ipv4Block('172.16.0.0/12', 'private-use'),
+  ipv4Block('192.0.0.0/29', 'IPv4 service continuity prefix'),
+  ipv4Block('192.0.0.8/32', 'IPv4 dummy address'),
+  ipv4Block('192.0.0.9/32', 'PCP anycast'),
+  ipv4Block('192.0.0.10/32', 'TURN anycast'),
+  ipv4Block('192.0.0.170/31', 'NAT64/DNS64 discovery'),
+  ipv4Block('192.0.0.0/24', 'IETF protocol assignments'),
+  ipv4Block('192.0.2.0/24', 'documentation'),
+  ipv4Block('192.31.196.0/24', 'AS112-v4'),
+  ipv4Block('192.52.193.0/24', 'AMT'),
+  ipv4Block('192.88.99.0/24', '6to4 relay anycast (deprecated)'),
+  ipv4Block('192.168.0.0/16', 'private-use'),
+  ipv4Block('192.175.48.0/24', 'AS112 direct delegation'),
+  ipv4Block('198.18.0.0/15', 'benchmarking'),
+  ipv4Block('198.51.100.0/24', 'documentation'),
+  ipv4Block('203.0.113.0/24', 'documentation'),
+  ipv4Block('224.0.0.0/4', 'multicast'),
+  ipv4Block('255.255.255.255/32', 'limited broadcast'),
+  ipv4Block('240.0.0.0/4', 'reserved'),
 ];
 
+/** Dotted-quad decimal IPv4 (the canonical form the URL parser produces) as an unsigned integer, or null. */
 function ipv4ToInt(address: string): number | null {
   const parts = address.split('.');
   if (parts.length !== 4) return null;
@@ -64,16 +88,17 @@ function ipv4ToInt(address: string): number | null {
   return value;
 }
 
-function inIpv4Range(value: number, base: string, bits: number): boolean {
-  const start = ipv4ToInt(base)!;
-  const size = 2 ** (32 - bits);
-  return value >= start && value < start + size;
+function bytesToIpv4(bytes: number[]): number {
+  return ((bytes[0] << 24) >>> 0) + (bytes[1] << 16) + (bytes[2] << 8) + bytes[3];
 }
 
-function isPublicIpv4(address: string): boolean {
-  const value = ipv4ToInt(address);
-  if (value === null) return false;
-  return !BLOCKED_IPV4.some(([base, bits]) => inIpv4Range(value, base, bits));
+/** The special-purpose block an IPv4 address belongs to, or null when it is a public address. */
+function ipv4SpecialBlock(value: number): string | null {
+  for (const block of IPV4_SPECIAL) {
+    const size = 2 ** (32 - block.bits);
+    if (value >= block.base && value < block.base + size) return block.name;
+  }
+  return null;
 }
 
 /** 16 bytes of an IPv6 address (with or without brackets, dotted IPv4 tail allowed), or null. */
@@ -82,6 +107,7 @@ export function parseIpv6(input: string): number[] | null {
   if (address.includes('%')) return null; // zone ids never belong in a URL host
   let tail: number[] = [];
   const lastColon = address.lastIndexOf(':');
+  if (lastColon === -1) return null;
   if (address.slice(lastColon + 1).includes('.')) {
     const v4 = ipv4ToInt(address.slice(lastColon + 1));
     if (v4 === null) return null;
@@ -106,46 +132,162 @@ export function parseIpv6(input: string): number[] | null {
   return bytes;
 }
 
-function isPublicIpv6(bytes: number[]): boolean {
-  const prefixIs = (prefix: number[]) => prefix.every((byte, index) => bytes[index] === byte);
-  const embeddedV4 = (offset: number) => bytes.slice(offset, offset + 4).join('.');
-  const allZero = (from: number, to: number) => bytes.slice(from, to).every((byte) => byte === 0);
+interface Ipv6Block {
+  prefix: number[];
+  bits: number;
+  name: string;
+  /** where the block carries IPv4 addresses: each is decoded and judged too, to name what is inside */
+  embedded?: (bytes: number[]) => number[][];
+}
 
-  if (allZero(0, 16)) return false; // :: unspecified
-  if (allZero(0, 15) && bytes[15] === 1) return false; // ::1 loopback
-  // IPv4-mapped ::ffff:a.b.c.d and IPv4-compatible ::a.b.c.d carry an IPv4 address: judge that
-  if (allZero(0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return isPublicIpv4(embeddedV4(12));
-  if (allZero(0, 12)) return isPublicIpv4(embeddedV4(12));
-  // NAT64 64:ff9b::/96 and 6to4 2002::/16 also embed an IPv4 address
-  if (prefixIs([0x00, 0x64, 0xff, 0x9b]) && allZero(4, 12)) return isPublicIpv4(embeddedV4(12));
-  if (prefixIs([0x20, 0x02])) return isPublicIpv4(embeddedV4(2));
-  if ((bytes[0] & 0xfe) === 0xfc) return false; // fc00::/7 unique local, includes fd00:ec2::254 metadata
-  if (bytes[0] === 0xfe && (bytes[1] & 0xc0) === 0x80) return false; // fe80::/10 link-local
-  if (bytes[0] === 0xfe && (bytes[1] & 0xc0) === 0xc0) return false; // fec0::/10 site-local (deprecated)
-  if (bytes[0] === 0xff) return false; // multicast
-  if (prefixIs([0x20, 0x01, 0x0d, 0xb8])) return false; // documentation
-  if (prefixIs([0x01, 0x00]) && allZero(2, 8)) return false; // discard-only 100::/64
+function ipv6Block(cidr: string, name: string, embedded?: Ipv6Block['embedded']): Ipv6Block {
+  const [address, bits] = cidr.split('/');
+  return { prefix: parseIpv6(address)!, bits: Number(bits), name: `${name} ${cidr}`, embedded };
+}
+
+const last32 = (bytes: number[]) => [bytes.slice(12, 16)];
+/** RFC 6052: where the IPv4 address sits for each network-specific prefix length a /48 operator may pick. */
+const rfc6052Positions = (bytes: number[]) => [
+  bytes.slice(12, 16), // /96
+  [bytes[9], bytes[10], bytes[11], bytes[12]], // /64
+  [bytes[7], bytes[9], bytes[10], bytes[11]], // /56
+  [bytes[6], bytes[7], bytes[9], bytes[10]], // /48
+];
+/** Teredo: the server's IPv4 in bits 32–63, the client's in the last 32 bits, inverted. */
+const teredo = (bytes: number[]) => [bytes.slice(4, 8), bytes.slice(12, 16).map((byte) => byte ^ 0xff)];
+
+/**
+ * IANA IPv6 Special-Purpose Address Registry, every entry (more specific
+ * entries first, so the name is the most precise one), plus the forms that
+ * embed IPv4 outside it (SIIT-translated, IPv4-compatible) and the
+ * non-unicast ranges of the address space registry.
+ */
+const IPV6_SPECIAL: Ipv6Block[] = [
+  ipv6Block('::1/128', 'loopback'),
+  ipv6Block('::/128', 'unspecified'),
+  ipv6Block('::ffff:0:0/96', 'IPv4-mapped', last32),
+  ipv6Block('::ffff:0:0:0/96', 'IPv4-translated (SIIT)', last32),
+  ipv6Block('::/96', 'IPv4-compatible (deprecated)', last32),
+  ipv6Block('64:ff9b::/96', 'IPv4/IPv6 translation (NAT64)', last32),
+  ipv6Block('64:ff9b:1::/48', 'local-use IPv4/IPv6 translation', rfc6052Positions),
+  ipv6Block('100::/64', 'discard-only'),
+  ipv6Block('100:0:0:1::/64', 'dummy prefix'),
+  ipv6Block('2001::/32', 'Teredo', teredo),
+  ipv6Block('2001:1::1/128', 'PCP anycast'),
+  ipv6Block('2001:1::2/128', 'TURN anycast'),
+  ipv6Block('2001:1::3/128', 'DNS-SD SRP anycast'),
+  ipv6Block('2001:2::/48', 'benchmarking'),
+  ipv6Block('2001:3::/32', 'AMT'),
+  ipv6Block('2001:4:112::/48', 'AS112-v6'),
+  ipv6Block('2001:10::/28', 'ORCHID (deprecated)'),
+  ipv6Block('2001:20::/28', 'ORCHIDv2'),
+  ipv6Block('2001:30::/28', 'drone remote ID'),
+  ipv6Block('2001::/23', 'IETF protocol assignments'),
+  ipv6Block('2001:db8::/32', 'documentation'),
+  ipv6Block('2002::/16', '6to4', (bytes) => [bytes.slice(2, 6)]),
+  ipv6Block('2620:4f:8000::/48', 'AS112 direct delegation'),
+  ipv6Block('3fff::/20', 'documentation'),
+  ipv6Block('5f00::/16', 'segment routing (SRv6) SIDs'),
+  ipv6Block('fc00::/7', 'unique-local'), // fd00:ec2::254 metadata
+  ipv6Block('fe80::/10', 'link-local'),
+  ipv6Block('fec0::/10', 'site-local (deprecated)'),
+  ipv6Block('ff00::/8', 'multicast'),
+];
+
+function inIpv6Block(bytes: number[], block: Ipv6Block): boolean {
+  for (let bit = 0; bit < block.bits; bit += 8) {
+    const take = Math.min(8, block.bits - bit);
+    const mask = (0xff << (8 - take)) & 0xff;
+    if ((bytes[bit / 8] & mask) !== (block.prefix[bit / 8] & mask)) return false;
+  }
   return true;
+}
+
+/** Why an IPv6 address is not a public destination, or null when it is one. */
+function ipv6Problem(bytes: number[]): string | null {
+  const block = IPV6_SPECIAL.find((candidate) => inIpv6Block(bytes, candidate));
+  if (block) {
+    const inner = (block.embedded?.(bytes) ?? []).map((v4) => ipv4SpecialBlock(bytesToIpv4(v4))).find((name) => name !== null);
+    return inner ? `${block.name}, embedding ${inner}` : block.name;
+  }
+  // IANA allocates only 2000::/3 for global unicast; anything else cannot be a public destination
+  if ((bytes[0] & 0xe0) !== 0x20) return 'outside global unicast 2000::/3';
+  return null;
 }
 
 /**
  * True when `address` (a literal IPv4 in dotted form or IPv6, brackets
- * optional) is publicly routable. For the executor: re-check the resolved
+ * optional) is a public destination. For the executor: re-check the resolved
  * address with this before connecting.
  */
 export function isPublicIpAddress(address: string): boolean {
-  if (ipv4ToInt(address) !== null) return isPublicIpv4(address);
+  const v4 = ipv4ToInt(address);
+  if (v4 !== null) return ipv4SpecialBlock(v4) === null;
   const v6 = parseIpv6(address);
-  return v6 !== null && isPublicIpv6(v6);
+  return v6 !== null && ipv6Problem(v6) === null;
 }
 
-/** Replace `{{param}}` placeholders with a harmless token before parsing a templated URL. */
-const PLACEHOLDER = /\{\{[^{}]*\}\}/g;
+// ---------- host names ----------
+
+/** Last labels that name a private network by convention or by the special-use names registry. */
+const INTERNAL_SUFFIXES = [
+  'localhost',
+  'local', // mDNS, *.cluster.local
+  'internal', // host.docker.internal, metadata.google.internal, *.ec2.internal
+  'svc', // kubernetes.default.svc
+  'arpa', // home.arpa, reverse-lookup names
+  'localdomain',
+  'lan',
+  'home',
+  'corp',
+  'test',
+  'invalid',
+  'onion',
+  'alt',
+];
+/** Single names that reach a metadata service from inside a cloud. */
+const INTERNAL_NAMES = new Set(['metadata.goog']);
+
+function internalNameProblem(host: string): string | null {
+  const labels = host.split('.');
+  if (INTERNAL_NAMES.has(host) || INTERNAL_SUFFIXES.includes(labels[labels.length - 1])) {
+    return 'must not be a host name internal by convention (localhost, *.local, *.internal, *.svc, *.home.arpa, …)';
+  }
+  if (labels.length === 1) return 'must not be a single-label host name: it resolves through the local search domains';
+  return null;
+}
+
+// ---------- public suffixes (for placeholders in the host) ----------
+
+const SUFFIXES = { exact: new Set<string>(), wildcard: new Set<string>(), exception: new Set<string>() };
+for (const rule of ICANN_SUFFIX_RULES.split('\n')) {
+  if (rule.startsWith('!')) SUFFIXES.exception.add(rule.slice(1));
+  else if (rule.startsWith('*.')) SUFFIXES.wildcard.add(rule.slice(2));
+  else if (rule) SUFFIXES.exact.add(rule);
+}
+
+/** How many rightmost labels of `labels` form the public suffix (ICANN section of the Public Suffix List). */
+export function publicSuffixLength(labels: string[]): number {
+  let longest = 1; // the default rule `*`
+  for (let count = 2; count <= labels.length; count++) {
+    const name = labels.slice(-count).join('.');
+    if (SUFFIXES.exception.has(name)) return count - 1;
+    if (SUFFIXES.exact.has(name)) longest = count;
+    if (SUFFIXES.wildcard.has(labels.slice(-(count - 1)).join('.'))) longest = count;
+  }
+  return longest;
+}
+
+// ---------- the policy ----------
 
 export interface UrlPolicyOptions {
-  /** the URL may carry `{{param}}` placeholders outside its scheme and host (custom tools) */
+  /** the URL may carry `{{param}}` placeholders (custom tools): in path, query, fragment, and in host labels left of the registrable domain */
   allowPlaceholders?: boolean;
 }
+
+/** Stands for a placeholder while the URL is taken apart: control characters are refused in what is written. */
+const MARK = '\u0001';
+const ADDRESS_PROBLEM = 'must not point at a loopback, private, link-local, reserved or other special-purpose address';
 
 /**
  * Checks an outbound URL against the policy. Returns the problem (to put
@@ -155,39 +297,69 @@ export interface UrlPolicyOptions {
 export function outboundUrlProblem(value: string, options: UrlPolicyOptions = {}): string | null {
   if (value.length === 0) return 'must not be empty';
   if (value.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
+  // placeholders stand aside first, so `{{ q }}` is judged as `{{q}}` is
+  const literal = options.allowPlaceholders ? value.replace(placeholderPattern(), '') : value;
   // the URL parser silently strips or percent-encodes these; a URL that relies on that is ambiguous
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
-  if (/[\s\u0000-\u001f\u007f\\]/.test(value)) return 'must not contain whitespace, control characters or backslashes';
-  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//.exec(value);
-  if (!scheme) return 'must be an absolute http or https URL';
+  if (/[\s\u0000-\u001f\u007f\\]/.test(literal)) return 'must not contain whitespace, control characters or backslashes';
+  const marked = options.allowPlaceholders ? value.replace(placeholderPattern(), MARK) : value;
+  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//.exec(marked);
+  if (!scheme) return marked.split('://')[0].includes(MARK) ? 'must spell out its scheme: no placeholder there' : 'must be an absolute http or https URL';
   if (!['http', 'https'].includes(scheme[1].toLowerCase())) return 'must use the http or https scheme';
-  const authority = value.slice(scheme[0].length).split(/[/?#]/, 1)[0];
-  if (authority.includes('{{') || authority.includes('}}')) return 'must not have placeholders in the host or port';
 
-  let candidate = value;
-  if (options.allowPlaceholders) candidate = value.replace(PLACEHOLDER, 'x');
-  else if (value.includes('{{')) return 'must not contain {{placeholders}}';
+  const authority = marked.slice(scheme[0].length).split(/[/?#]/, 1)[0];
+  const hostAndPort = authority.slice(authority.lastIndexOf('@') + 1);
+  if (authority.includes('@')) return 'must not contain user credentials; use auth instead';
+  if (hostAndPort.includes(MARK)) {
+    const problem = hostPlaceholderProblem(hostAndPort);
+    if (problem) return problem;
+  }
 
   let url: URL;
   try {
-    url = new URL(candidate);
+    url = new URL(marked.split(MARK).join('x'));
   } catch {
     return 'must be an absolute http or https URL';
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must use the http or https scheme';
   if (url.username !== '' || url.password !== '') return 'must not contain user credentials; use auth instead';
 
-  // the parser has already canonicalized decimal, hex, octal and short IPv4 forms to dotted quads
-  const host = url.hostname.toLowerCase().replace(/\.+$/, '');
+  // the parser has already canonicalized decimal, hex, octal and short IPv4 forms to dotted quads, and lower-cased names
+  const host = url.hostname.replace(/\.+$/, '');
   if (host === '') return 'must name a host';
   if (host.startsWith('[')) {
-    return isPublicIpAddress(host) ? null : 'must not point at a loopback, link-local, private, reserved or metadata address';
+    const problem = ipv6Problem(parseIpv6(host) ?? []);
+    return problem ? `${ADDRESS_PROBLEM} (${problem})` : null;
   }
-  if (ipv4ToInt(host) !== null) {
-    return isPublicIpv4(host) ? null : 'must not point at a loopback, link-local, private, reserved or metadata address';
+  const v4 = ipv4ToInt(host);
+  if (v4 !== null) {
+    const block = ipv4SpecialBlock(v4);
+    return block ? `${ADDRESS_PROBLEM} (${block})` : null;
   }
-  if (BLOCKED_HOST_NAMES.has(host) || host.endsWith('.localhost')) {
-    return 'must not point at a loopback or metadata host name';
+  const nameProblem = internalNameProblem(host);
+  if (nameProblem) return nameProblem;
+
+  if (hostAndPort.includes(MARK)) {
+    // the registrable domain (public suffix + one label) must be written out, so a placeholder picks a tenant, never a site
+    const literalLabels = hostAndPort.replace(/:[^:\]]*$/, '').replace(/\.+$/, '').split(/[.\u3002\uff0e\uff61]/);
+    const literalCount = literalLabels.length - 1 - literalLabels.map((label) => label.includes(MARK)).lastIndexOf(true);
+    if (literalCount < publicSuffixLength(host.split('.')) + 1) return REGISTRABLE_PROBLEM;
   }
+  return null;
+}
+
+const REGISTRABLE_PROBLEM =
+  'may use a placeholder only for labels left of the registrable domain, which must be written out (as in https://{{subdomain}}.example.com/)';
+
+/** Placeholders in the authority: allowed in host labels only, never for the port or any part of an IP address. */
+function hostPlaceholderProblem(hostAndPort: string): string | null {
+  if (hostAndPort.startsWith('[')) return 'must not use a placeholder in an IP address';
+  const colon = hostAndPort.indexOf(':');
+  const host = colon === -1 ? hostAndPort : hostAndPort.slice(0, colon);
+  if (colon !== -1 && hostAndPort.slice(colon).includes(MARK)) return 'must spell out its port: no placeholder there';
+  const labels = host.replace(/\.+$/, '').split(/[.\u3002\uff0e\uff61]/);
+  const last = labels[labels.length - 1];
+  // the URL parser reads a host whose last label is a number as an IPv4 address
+  if (/^(\d+|0x[0-9a-f]*)$/i.test(last)) return 'must not use a placeholder in an IP address';
+  if (last.includes(MARK) || labels.every((label) => label.includes(MARK))) return REGISTRABLE_PROBLEM;
   return null;
 }

@@ -16,10 +16,14 @@ import {
 } from 'class-validator';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { OptionalNonNull } from '../common/validation';
-import { AUTH_TYPES, HTTP_METHODS, MAX_HEADERS, MAX_PARAMETERS, PARAM_LOCATIONS, PARAM_TYPES, TOOL_TYPES } from './custom-tools.rules';
+import { AUTH_TYPES, HTTP_METHODS, MAX_HEADERS, MAX_PARAMETERS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, TOOL_TYPES } from './custom-tools.rules';
 
 
 const SECRET_MAX = BOUNDS.headerValue;
+const URL_DESCRIPTION =
+  'absolute http(s) URL. `{{param}}` placeholders (blanks inside the braces allowed; undeclared ones kept as written) may stand in the path, query and fragment, ' +
+  'and for host labels left of the registrable domain, which is written out (`https://{{subdomain}}.zendesk.com/...`); never for the scheme, the port, the whole host or part of an IP address. ' +
+  'The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6) nor a name internal by convention (`localhost`, `*.local`, `*.internal`, `*.svc`, `*.home.arpa`, single-label names).';
 
 // ---------- responses ----------
 
@@ -29,7 +33,7 @@ export class CustomToolParamDto {
   @ApiPropertyOptional() description?: string;
   @ApiProperty({ default: false }) required!: boolean;
   @ApiProperty({ enum: PARAM_LOCATIONS, description: 'defaults to `query` for GET and `body` otherwise' }) in!: string;
-  @ApiPropertyOptional({ description: 'actual HTTP header name, set when `in` = `header`' }) headerName?: string;
+  @ApiPropertyOptional({ description: 'actual HTTP header name; set when `in` = `header` (defaults to the parameter\'s `name`)' }) headerName?: string;
 }
 
 export class CustomToolAuthDto {
@@ -51,7 +55,7 @@ export class CustomToolDto {
   @ApiProperty() description!: string;
   @ApiProperty({ enum: TOOL_TYPES }) type!: string;
   @ApiProperty({ enum: HTTP_METHODS }) method!: string;
-  @ApiProperty({ description: 'may contain `{{param}}` placeholders substituted at execution time' }) url!: string;
+  @ApiProperty({ description: 'may contain `{{param}}` placeholders substituted at execution time; undeclared ones are kept as written' }) url!: string;
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } }) headers!: Record<string, string>;
   @ApiPropertyOptional({ type: 'string', nullable: true, description: 'JSON string template for POST, PUT, PATCH bodies; supports `{{param}}`' })
   body_template?: string | null;
@@ -68,7 +72,16 @@ export class CustomToolDto {
 // ---------- requests ----------
 
 export class CustomToolParamInput {
-  @ApiProperty({ maxLength: BOUNDS.toolParameterName }) @IsString() @IsNotEmpty() @MaxLength(BOUNDS.toolParameterName) name!: string;
+  @ApiProperty({
+    minLength: 1,
+    maxLength: BOUNDS.toolParameterName,
+    pattern: PARAM_NAME.source,
+    description: `1 to ${BOUNDS.toolParameterName} letters, digits, \`_\`, \`.\` or \`-\` (the characters of a \`{{placeholder}}\`); unique within the tool`,
+  })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(BOUNDS.toolParameterName)
+  name!: string;
   @ApiPropertyOptional({ enum: PARAM_TYPES, default: 'string' }) @OptionalNonNull() @IsIn(PARAM_TYPES) type?: string;
   @ApiPropertyOptional({ maxLength: BOUNDS.toolParameterDescription })
   @OptionalNonNull()
@@ -80,7 +93,10 @@ export class CustomToolParamInput {
   @OptionalNonNull()
   @IsIn(PARAM_LOCATIONS)
   in?: string;
-  @ApiPropertyOptional({ maxLength: BOUNDS.headerName, description: 'required when `in` = `header`' })
+  @ApiPropertyOptional({
+    maxLength: BOUNDS.headerName,
+    description: 'actual HTTP header name (an HTTP token), used when `in` = `header`; defaults to the parameter\'s `name`, which is returned',
+  })
   @OptionalNonNull()
   @IsString()
   @MaxLength(BOUNDS.headerName)
@@ -88,27 +104,27 @@ export class CustomToolParamInput {
 }
 
 export class CustomToolCredentialsInput {
-  @ApiPropertyOptional({ description: 'used when `type` = `bearer`', writeOnly: true, maxLength: SECRET_MAX })
+  @ApiPropertyOptional({ description: 'used when `type` = `bearer`; dropped (never stored) otherwise', writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
   token?: string;
-  @ApiPropertyOptional({ description: 'used when `type` = `api_key`', writeOnly: true, maxLength: SECRET_MAX })
+  @ApiPropertyOptional({ description: 'used when `type` = `api_key`; dropped (never stored) otherwise', writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
   apiKey?: string;
-  @ApiPropertyOptional({ description: 'header that carries the api key; default `X-API-Key`', maxLength: BOUNDS.headerName })
+  @ApiPropertyOptional({ description: 'header that carries the api key (an HTTP token); default `X-API-Key`; used when `type` = `api_key`', maxLength: BOUNDS.headerName })
   @OptionalNonNull()
   @IsString()
   @MaxLength(BOUNDS.headerName)
   header_name?: string;
-  @ApiPropertyOptional({ description: 'used when `type` = `basic`', writeOnly: true, maxLength: SECRET_MAX })
+  @ApiPropertyOptional({ description: 'used when `type` = `basic`; dropped (never stored) otherwise', writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
   username?: string;
-  @ApiPropertyOptional({ description: 'used when `type` = `basic`', writeOnly: true, maxLength: SECRET_MAX })
+  @ApiPropertyOptional({ description: 'used when `type` = `basic`; dropped (never stored) otherwise', writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
@@ -119,7 +135,9 @@ export class CustomToolAuthInput {
   @ApiProperty({ enum: AUTH_TYPES }) @IsIn(AUTH_TYPES) type!: string;
   @ApiPropertyOptional({
     type: CustomToolCredentialsInput,
-    description: 'raw secrets, encrypted at rest and never returned; sending a fresh object rotates them',
+    description:
+      'raw secrets, encrypted at rest and never returned. Optional: without it a tool keeps its stored secrets when `type` is unchanged and drops them when `type` changes. ' +
+      'A fresh object replaces the stored one: fields it lacks are absent afterwards, and fields the `type` does not use are dropped (never stored or returned).',
   })
   @OptionalNonNull()
   @IsObject()
@@ -149,17 +167,31 @@ class CustomToolFields {
     type: 'object',
     maxProperties: MAX_HEADERS,
     additionalProperties: { type: 'string', maxLength: BOUNDS.headerValue },
-    description: `at most ${MAX_HEADERS} headers; names are HTTP header names of at most ${BOUNDS.headerName} characters, values single-line strings of at most ${BOUNDS.headerValue}`,
+    description:
+      `at most ${MAX_HEADERS} headers; names are HTTP header names of at most ${BOUNDS.headerName} characters, values single-line strings of at most ${BOUNDS.headerValue}. ` +
+      'Plain headers are stored unencrypted and returned in responses, so `Authorization`, `Proxy-Authorization` and `Cookie` are refused (send credentials through `auth`); ' +
+      '`Host`, `Content-Length` and `Transfer-Encoding` are set by the HTTP client.',
   })
   @OptionalNonNull()
   @IsObject()
   headers?: Record<string, string>;
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.bodyTemplate })
+  @ApiPropertyOptional({
+    type: 'string',
+    nullable: true,
+    maxLength: BOUNDS.bodyTemplate,
+    description:
+      'JSON string template for POST, PUT, PATCH bodies; supports `{{param}}` (blanks inside the braces allowed; undeclared ones kept as written). ' +
+      'A placeholder inside a JSON string is replaced by the value as text, a bare one by the value as JSON; the template must be valid JSON once placeholders are substituted.',
+  })
   @IsOptional()
   @IsString()
   @MaxLength(BOUNDS.bodyTemplate)
   body_template?: string | null;
-  @ApiPropertyOptional({ type: [CustomToolParamInput], maxItems: MAX_PARAMETERS })
+  @ApiPropertyOptional({
+    type: [CustomToolParamInput],
+    maxItems: MAX_PARAMETERS,
+    description: `at most ${MAX_PARAMETERS}; names unique within the tool. Placeholders need no declared parameter.`,
+  })
   @OptionalNonNull()
   @IsArray()
   @ArrayMaxSize(MAX_PARAMETERS)
@@ -197,7 +229,7 @@ export class CreateCustomToolDto extends CustomToolFields {
   @MaxLength(BOUNDS.toolDescription)
   description!: string;
   @ApiProperty({ enum: HTTP_METHODS }) @IsIn(HTTP_METHODS) method!: string;
-  @ApiProperty({ description: 'absolute http(s) URL; `{{param}}` placeholders allowed outside the host', maxLength: BOUNDS.url })
+  @ApiProperty({ description: URL_DESCRIPTION, maxLength: BOUNDS.url })
   @IsString()
   @MaxLength(BOUNDS.url)
   url!: string;
@@ -212,7 +244,7 @@ export class UpdateCustomToolDto extends CustomToolFields {
   @MaxLength(BOUNDS.toolDescription)
   description?: string;
   @ApiPropertyOptional({ enum: HTTP_METHODS }) @OptionalNonNull() @IsIn(HTTP_METHODS) method?: string;
-  @ApiPropertyOptional({ maxLength: BOUNDS.url }) @OptionalNonNull() @IsString() @MaxLength(BOUNDS.url) url?: string;
+  @ApiPropertyOptional({ description: URL_DESCRIPTION, maxLength: BOUNDS.url }) @OptionalNonNull() @IsString() @MaxLength(BOUNDS.url) url?: string;
   @ApiPropertyOptional() @OptionalNonNull() @IsBoolean() is_active?: boolean;
 
   /** spec: `name` cannot be changed; declared only to answer with a clear 422 */

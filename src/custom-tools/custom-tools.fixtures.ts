@@ -1,68 +1,44 @@
 import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
-import {
-  ArrayMaxSize,
-  IsArray,
-  IsBoolean,
-  IsIn,
-  IsNotEmpty,
-  IsObject,
-  IsOptional,
-  IsString,
-  Matches,
-  MaxLength,
-  ValidateNested,
-} from 'class-validator';
+import { IsBoolean, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
+import { BOUNDS } from '../common/input-bounds';
 import type { Transaction } from '../database/database.types';
 import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
-import { CustomToolCredentialsInput, CustomToolGroupInput, CustomToolParamInput } from './custom-tools.dto';
+import { CreateCustomToolDto, CustomToolCredentialsInput } from './custom-tools.dto';
 import { CustomToolsRepository, type NewCustomToolRow } from './custom-tools.repository';
-import {
-  AUTH_TYPES,
-  DEFAULT_API_KEY_HEADER,
-  definitionProblems,
-  groupRow,
-  HTTP_METHODS,
-  MAX_PARAMETERS,
-  resolveAuth,
-  resolveParameters,
-  TOOL_TYPES,
-  type StoredCredentials,
-} from './custom-tools.rules';
+import { AUTH_TYPES, buildToolRow, type AuthInput, type StoredCredentials } from './custom-tools.rules';
 import { CustomToolsService } from './custom-tools.service';
 import { IsDateTime } from '../common/validation';
 
+/** `auth` as the API shows it. */
 export class CustomToolAuthFixture {
   @IsIn(AUTH_TYPES) type!: string;
-  @IsOptional() @IsString() @MaxLength(128) header_name?: string | null;
+  @IsOptional() @IsString() @MaxLength(BOUNDS.headerName) header_name?: string | null;
 }
 
-/** A CustomTool as the API shows it, plus `credentials` (stored encrypted). */
-export class CustomToolFixture {
+/**
+ * A CustomTool as the API shows it, plus `credentials` (stored encrypted).
+ * The definition fields are the API's request DTO, so each is validated
+ * exactly as POST /custom_tools validates it.
+ */
+export class CustomToolFixture extends CreateCustomToolDto {
   @IsOptional() @Matches(/^tool_[a-f0-9]{24}$/, { message: 'must be tool_<24 lowercase hex>' }) id?: string;
   @IsOptional() @Matches(/^custom_[a-z0-9_]{1,64}$/, { message: 'must be custom_ followed by lowercase letters, digits and underscores' })
   name?: string;
-  @IsString() @IsNotEmpty() @MaxLength(200) label!: string;
-  @IsString() @IsNotEmpty() @MaxLength(4000) description!: string;
-  @IsOptional() @IsIn(TOOL_TYPES) type?: string;
-  @IsIn(HTTP_METHODS) method!: string;
-  @IsString() @MaxLength(2048) url!: string;
-  @IsOptional() @IsObject() headers?: Record<string, string>;
-  @IsOptional() @IsString() @MaxLength(16384) body_template?: string | null;
-  @IsOptional()
-  @IsArray()
-  @ArrayMaxSize(MAX_PARAMETERS)
-  @ValidateNested({ each: true })
-  @Type(() => CustomToolParamInput)
-  parameters?: CustomToolParamInput[];
-  @IsOptional() @IsString() @MaxLength(500) response_mapping?: string | null;
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolAuthFixture) auth?: CustomToolAuthFixture;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolAuthFixture) override auth?: CustomToolAuthFixture = undefined;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolCredentialsInput) credentials?: CustomToolCredentialsInput;
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolGroupInput) group?: CustomToolGroupInput | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
   @IsOptional() @IsDateTime() created_at?: string | null;
   @IsOptional() @IsDateTime() updated_at?: string | null;
+}
+
+/** The fixture's `auth` + `credentials` as the API's `auth` input: `auth.header_name` is the api key's header. */
+function fixtureAuth(item: CustomToolFixture): AuthInput | undefined {
+  if (item.auth === undefined && item.credentials === undefined) return undefined;
+  const headerName = item.credentials?.header_name ?? item.auth?.header_name ?? undefined;
+  const credentials = item.credentials !== undefined || headerName !== undefined ? { ...item.credentials, header_name: headerName } : undefined;
+  return { type: item.auth?.type ?? 'none', credentials };
 }
 
 interface ParsedTool {
@@ -92,42 +68,11 @@ export class CustomToolsFixtureSection extends RegisteredFixtureSection<ParsedTo
     const names = new Set<string>();
     const parsed = items.map((item, index): ParsedTool => {
       const at = `${path}[${index}]`;
-      const parameters = resolveParameters(item.parameters ?? [], item.method);
-      const problems = definitionProblems({
-        method: item.method,
-        url: item.url,
-        headers: item.headers ?? {},
-        bodyTemplate: item.body_template ?? null,
-        parameters,
-      });
-      const [field] = Object.keys(problems);
-      if (field !== undefined) throw new FixtureError(`${at}.${field}`, problems[field][0]);
-
-      const authType = item.auth?.type ?? 'none';
-      let authHeaderName: string | null = null;
-      let credentials: StoredCredentials | null = null;
-      if (item.credentials !== undefined || authType === 'none') {
-        const resolved = resolveAuth(
-          {
-            type: authType,
-            credentials: item.credentials
-              ? { ...item.credentials, header_name: item.credentials.header_name ?? item.auth?.header_name ?? undefined }
-              : undefined,
-          },
-          null,
-          `${at}.credentials`,
-        );
-        if (resolved.kind === 'invalid') {
-          const [bad] = Object.keys(resolved.fields);
-          throw new FixtureError(bad, resolved.fields[bad][0]);
-        }
-        if (resolved.kind === 'set') {
-          authHeaderName = resolved.headerName;
-          credentials = resolved.credentials;
-        }
-      } else if (authType === 'api_key') {
-        // a fixture may describe a tool whose secret is not shipped with it: stored without credentials
-        authHeaderName = item.auth?.header_name ?? DEFAULT_API_KEY_HEADER;
+      // the API's own row builder: defaults and rules identical to POST /custom_tools
+      const built = buildToolRow({ ...item, auth: fixtureAuth(item) }, 'credentials');
+      if (!built.ok) {
+        const [field] = Object.keys(built.fields);
+        throw new FixtureError(`${at}.${field}`, built.fields[field][0]);
       }
 
       if (item.name !== undefined) {
@@ -141,23 +86,12 @@ export class CustomToolsFixtureSection extends RegisteredFixtureSection<ParsedTo
           id: item.id ?? newId('customTool', createdAt),
           orgId: ctx.orgId,
           name: item.name ?? null,
-          label: item.label,
-          description: item.description,
-          type: item.type ?? 'read',
-          method: item.method,
-          url: item.url,
-          headers: item.headers ?? {},
-          bodyTemplate: item.body_template ?? null,
-          parameters,
-          responseMapping: item.response_mapping ?? null,
-          authType,
-          authHeaderName,
-          group: groupRow(item.group),
+          ...built.value,
           isActive: item.is_active ?? true,
           ...(createdAt ? { createdAt } : {}),
           ...(updatedAt ? { updatedAt } : {}),
         },
-        credentials,
+        credentials: built.credentials ?? null,
         idGenerated: item.id === undefined,
       };
     });

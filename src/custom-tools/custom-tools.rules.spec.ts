@@ -22,7 +22,9 @@ describe('body_template substitution for validation', () => {
   it('replaces placeholders inside strings with text and bare ones with null', () => {
     expect(substituteForValidation('{"a": "hi {{name}}", "b": {{count}}}')).toBe('{"a": "hi x", "b": null}');
     expect(substituteForValidation('{"a": "quote \\" {{n}}", "b": {{ n }}}')).toBe('{"a": "quote \\" x", "b": null}');
-    expect(placeholderNames('{{a}} and {{ b }} and {{}}')).toEqual(['a', 'b', '']);
+    // {{}} and {{a b}} name nothing a parameter can be called: plain text
+    expect(placeholderNames('{{a}} and {{ b }} and {{}} and {{a b}} and {{user.id}} {{order-id}}')).toEqual(['a', 'b', 'user.id', 'order-id']);
+    expect(substituteForValidation('{"a": {{a b}}}')).toBe('{"a": {{a b}}}');
   });
 });
 
@@ -30,6 +32,22 @@ describe('resolveAuth', () => {
   it('keeps credentials when the type is unchanged and none are sent', () => {
     expect(resolveAuth({ type: 'bearer' }, { type: 'bearer', headerName: null })).toEqual({ kind: 'unchanged' });
     expect(resolveAuth(undefined, { type: 'bearer', headerName: null })).toEqual({ kind: 'unchanged' });
+  });
+
+  it('takes auth without credentials; a new type without them drops the stored ones', () => {
+    expect(resolveAuth({ type: 'bearer' }, null)).toEqual({ kind: 'set', type: 'bearer', headerName: null, credentials: null });
+    expect(resolveAuth({ type: 'api_key' }, null)).toEqual({ kind: 'set', type: 'api_key', headerName: 'X-API-Key', credentials: null });
+    expect(resolveAuth({ type: 'basic' }, { type: 'bearer', headerName: null })).toEqual({ kind: 'set', type: 'basic', headerName: null, credentials: null });
+  });
+
+  it('stores only the fields the type uses, and only those given', () => {
+    const all = { token: 't', apiKey: 'k', username: 'u', password: 'p', header_name: 'X-H' };
+    expect(resolveAuth({ type: 'none', credentials: all }, null)).toMatchObject({ credentials: null, headerName: null });
+    expect(resolveAuth({ type: 'bearer', credentials: all }, null)).toMatchObject({ credentials: { token: 't' }, headerName: null });
+    expect(resolveAuth({ type: 'api_key', credentials: all }, null)).toMatchObject({ credentials: { apiKey: 'k' }, headerName: 'X-H' });
+    expect(resolveAuth({ type: 'basic', credentials: all }, null)).toMatchObject({ credentials: { username: 'u', password: 'p' } });
+    expect(resolveAuth({ type: 'basic', credentials: { username: 'u' } }, { type: 'basic', headerName: null })).toMatchObject({ credentials: { username: 'u' } });
+    expect(resolveAuth({ type: 'bearer', credentials: {} }, { type: 'bearer', headerName: null })).toMatchObject({ kind: 'set', credentials: null });
   });
 
   it('never quotes a secret in a problem', () => {

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { encryptJson } from '../../libs/crypto/crypto';
 import { newId, parseId } from '../../libs/ids/ids';
-import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
+import { ApiError, ErrorCode } from '../common/api-error';
 import { uniqueViolationConstraint } from '../common/database-errors';
 import type { Page } from '../common/envelope';
 import { Paginator, type PaginationQuery } from '../common/pagination';
@@ -11,7 +11,7 @@ import { DATABASE, type Database, type DbOrTx } from '../database/database.types
 import type { CreateCustomToolDto, CustomToolDto, UpdateCustomToolDto } from './custom-tools.dto';
 import { mapCustomTool } from './custom-tools.mapper';
 import { CustomToolsRepository, type CustomToolChanges } from './custom-tools.repository';
-import { definitionProblems, firstFreeToolName, groupRow, resolveAuth, resolveParameters, toolNameBase, type StoredCredentials } from './custom-tools.rules';
+import { buildToolChanges, buildToolRow, firstFreeToolName, toolNameBase, type StoredCredentials } from './custom-tools.rules';
 
 const NAME_UNIQUE = 'custom_tools_org_name_unique';
 /** generated names are computed under the org lock; the retry covers rows written outside it (fixtures) */
@@ -20,12 +20,6 @@ const NAME_ATTEMPTS = 3;
 export interface DeleteAcknowledgement {
   id: string;
   deleted: true;
-}
-
-function mergeFields(...all: FieldErrors[]): FieldErrors {
-  const out: FieldErrors = {};
-  for (const fields of all) for (const [key, problems] of Object.entries(fields)) (out[key] ??= []).push(...problems);
-  return out;
 }
 
 @Injectable()
@@ -52,13 +46,8 @@ export class CustomToolsService {
   }
 
   async createCustomTool(orgId: string, input: CreateCustomToolDto): Promise<CustomToolDto> {
-    const parameters = resolveParameters(input.parameters ?? [], input.method);
-    const auth = resolveAuth(input.auth, null);
-    const fields = mergeFields(
-      definitionProblems({ method: input.method, url: input.url, headers: input.headers ?? {}, bodyTemplate: input.body_template ?? null, parameters }),
-      auth.kind === 'invalid' ? auth.fields : {},
-    );
-    if (Object.keys(fields).length > 0 || auth.kind !== 'set') throw ApiError.validation(fields);
+    const built = buildToolRow(input);
+    if (!built.ok) throw ApiError.validation(built.fields);
 
     const id = newId('customTool');
     const base = toolNameBase(input.label);
@@ -67,27 +56,7 @@ export class CustomToolsService {
         const row = await this.db.transaction(async (tx) => {
           await this.enforceToolCap(orgId, tx);
           const name = firstFreeToolName(base, await this.repository.namesWithBase(orgId, base, tx));
-          return this.repository.insert(
-            {
-              id,
-              orgId,
-              name,
-              label: input.label,
-              description: input.description,
-              type: input.type ?? 'read',
-              method: input.method,
-              url: input.url,
-              headers: input.headers ?? {},
-              bodyTemplate: input.body_template ?? null,
-              parameters,
-              responseMapping: input.response_mapping ?? null,
-              authType: auth.type,
-              authHeaderName: auth.headerName,
-              credentialsCiphertext: this.encrypt(auth.credentials, id),
-              group: groupRow(input.group),
-            },
-            tx,
-          );
+          return this.repository.insert({ ...built.value, id, orgId, name, credentialsCiphertext: this.encrypt(built.credentials ?? null, id) }, tx);
         });
         return mapCustomTool(row);
       } catch (error) {
@@ -103,40 +72,12 @@ export class CustomToolsService {
     const row = await this.db.transaction(async (tx) => {
       const current = await this.repository.findForUpdate(orgId, id, tx);
       if (!current) throw ApiError.notFound('Custom tool');
-
-      const method = input.method ?? current.method;
-      const parameters = input.parameters !== undefined ? resolveParameters(input.parameters, method) : current.parameters;
-      const auth = resolveAuth(input.auth, { type: current.authType, headerName: current.authHeaderName });
-      const fields = mergeFields(
-        definitionProblems({
-          method,
-          url: input.url ?? current.url,
-          headers: input.headers ?? current.headers,
-          bodyTemplate: input.body_template !== undefined ? input.body_template : current.bodyTemplate,
-          parameters,
-        }),
-        auth.kind === 'invalid' ? auth.fields : {},
-      );
-      if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
-
-      const changes: CustomToolChanges = {};
-      if (input.label !== undefined) changes.label = input.label;
-      if (input.description !== undefined) changes.description = input.description;
-      if (input.type !== undefined) changes.type = input.type;
-      if (input.method !== undefined) changes.method = input.method;
-      if (input.url !== undefined) changes.url = input.url;
-      if (input.headers !== undefined) changes.headers = input.headers;
-      if (input.body_template !== undefined) changes.bodyTemplate = input.body_template;
-      if (input.parameters !== undefined) changes.parameters = parameters;
-      if (input.response_mapping !== undefined) changes.responseMapping = input.response_mapping;
-      if (input.group !== undefined) changes.group = groupRow(input.group);
+      const built = buildToolChanges(current, input);
+      if (!built.ok) throw ApiError.validation(built.fields);
+      const changes: CustomToolChanges = { ...built.value };
       if (input.is_active !== undefined) changes.isActive = input.is_active;
-      if (auth.kind === 'set') {
-        // spec: sending credentials rotates them; a type change without them was refused above
-        changes.authType = auth.type;
-        changes.authHeaderName = auth.headerName;
-        changes.credentialsCiphertext = this.encrypt(auth.credentials, id);
-      }
+      // spec: a fresh credentials object rotates them; a new type without one drops the old secrets
+      if (built.credentials !== undefined) changes.credentialsCiphertext = this.encrypt(built.credentials, id);
       return this.repository.update(orgId, id, changes, tx);
     });
     if (!row) throw ApiError.notFound('Custom tool');

@@ -59,7 +59,12 @@ export class CreateSourceDto {
   @ApiPropertyOptional({
     type: 'object',
     properties: {
-      url: { type: 'string', maxLength: BOUNDS.url, description: 'absolute http(s) URL; required for website and webpage' },
+      url: {
+        type: 'string',
+        maxLength: BOUNDS.url,
+        description:
+          'absolute http(s) URL; required for website and webpage. The host may not be an address of the IANA special-purpose registries nor a name internal by convention (`localhost`, `*.local`, `*.internal`, `*.svc`, `*.home.arpa`, single-label names).',
+      },
       indexed: {
         type: 'boolean',
         default: false,
@@ -68,7 +73,7 @@ export class CreateSourceDto {
     },
     required: ['url'],
     additionalProperties: true,
-    description: `type-specific; additional keys allowed (at most ${BOUNDS.jsonBytes} bytes as JSON, nested at most ${BOUNDS.jsonDepth} levels)`,
+    description: `type-specific; additional keys allowed. At most ${BOUNDS.sourceConfigBytes} bytes as JSON (256 KiB), nested at most ${BOUNDS.sourceConfigDepth} levels: room for include/exclude lists of thousands of paths.`,
   })
   @OptionalNonNull()
   @IsObject()

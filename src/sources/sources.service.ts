@@ -2,7 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { newId, parseId } from '../../libs/ids/ids';
 import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
 import type { Page } from '../common/envelope';
-import { BOUNDS, jsonDepth } from '../common/input-bounds';
+import { BOUNDS } from '../common/input-bounds';
+import { nestingDepth } from '../common/validation';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { outboundUrlProblem } from '../common/url-policy';
 import { OrgsRepository } from '../orgs/orgs.repository';
@@ -12,28 +13,38 @@ import { connectorSourceRefused, uploadSourceConflict, type CreateSourceDto, typ
 import { mapSource } from './sources.mapper';
 import { SourcesRepository } from './sources.repository';
 
-export const MAX_CONFIG_BYTES = BOUNDS.jsonBytes;
-export const MAX_CONFIG_DEPTH = BOUNDS.jsonDepth;
+export const MAX_CONFIG_BYTES = BOUNDS.sourceConfigBytes;
+export const MAX_CONFIG_DEPTH = BOUNDS.sourceConfigDepth;
 
 
 /**
  * `config` of a website or webpage source: `url` required under the shared
  * outbound URL policy, `indexed` a boolean (default false), other keys kept
- * but bounded in size and depth. `path` prefixes field names (fixtures).
+ * but bounded in size and depth (`BOUNDS.sourceConfig*`). The API and the
+ * fixture loader both judge with this function. `path` prefixes field names
+ * (fixtures).
  */
-export function sourceConfigProblems(config: Record<string, unknown> | undefined, path = 'config'): FieldErrors {
+export function sourceConfigProblems(config: Record<string, unknown> | undefined, path = 'config', options: { requireUrl?: boolean } = {}): FieldErrors {
   const fields: FieldErrors = {};
-  if (config === undefined) return { [`${path}.url`]: ['is required for website and webpage sources'] };
+  const requireUrl = options.requireUrl ?? true;
+  if (config === undefined) return requireUrl ? { [`${path}.url`]: ['is required for website and webpage sources'] } : {};
   if (Buffer.byteLength(JSON.stringify(config)) > MAX_CONFIG_BYTES) fields[path] = [`must be at most ${MAX_CONFIG_BYTES} bytes as JSON`];
-  else if (jsonDepth(config) > MAX_CONFIG_DEPTH) fields[path] = [`must be nested at most ${MAX_CONFIG_DEPTH} levels deep`];
-  if (config.url === undefined || config.url === null) fields[`${path}.url`] = ['is required for website and webpage sources'];
-  else if (typeof config.url !== 'string') fields[`${path}.url`] = ['must be a string'];
+  else if (nestingDepth(config, MAX_CONFIG_DEPTH) > MAX_CONFIG_DEPTH) fields[path] = [`must be nested at most ${MAX_CONFIG_DEPTH} levels deep`];
+  // requireUrl false: the fixture's Source shape, a stored source whose URL is not shipped with it
+  if (config.url === undefined || config.url === null) {
+    if (requireUrl || config.url === null) fields[`${path}.url`] = ['is required for website and webpage sources'];
+  } else if (typeof config.url !== 'string') fields[`${path}.url`] = ['must be a string'];
   else {
     const problem = outboundUrlProblem(config.url);
     if (problem) fields[`${path}.url`] = [problem];
   }
   if (config.indexed !== undefined && typeof config.indexed !== 'boolean') fields[`${path}.indexed`] = ['must be a boolean'];
   return fields;
+}
+
+/** The stored `config` of a website or webpage source: `indexed` defaults to false, other keys kept. */
+export function sourceConfigRow(config: Record<string, unknown> | undefined): Record<string, unknown> {
+  return { ...config, indexed: config?.indexed ?? false };
 }
 
 @Injectable()
@@ -79,7 +90,7 @@ export class SourcesService {
           name: input.name!,
           syncStatus: 'fetching',
           documentCount: null,
-          config: { ...input.config, indexed: input.config?.indexed ?? false },
+          config: sourceConfigRow(input.config),
         },
         tx,
       );

@@ -592,7 +592,7 @@ export interface components {
              * @enum {string}
              */
             in: "query" | "header" | "body";
-            /** @description actual HTTP header name, set when `in` = `header` */
+            /** @description actual HTTP header name; set when `in` = `header` (defaults to the parameter's `name`) */
             headerName?: string;
         };
         CustomToolAuthDto: {
@@ -616,7 +616,7 @@ export interface components {
             type: "read" | "write";
             /** @enum {string} */
             method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-            /** @description may contain `{{param}}` placeholders substituted at execution time */
+            /** @description may contain `{{param}}` placeholders substituted at execution time; undeclared ones are kept as written */
             url: string;
             headers: {
                 [key: string]: string;
@@ -636,6 +636,7 @@ export interface components {
             updated_at?: string | null;
         };
         CustomToolParamInput: {
+            /** @description 1 to 64 letters, digits, `_`, `.` or `-` (the characters of a `{{placeholder}}`); unique within the tool */
             name: string;
             /**
              * @description Default: `string`.
@@ -650,25 +651,25 @@ export interface components {
              * @enum {string}
              */
             in?: "query" | "header" | "body";
-            /** @description required when `in` = `header` */
+            /** @description actual HTTP header name (an HTTP token), used when `in` = `header`; defaults to the parameter's `name`, which is returned */
             headerName?: string;
         };
         CustomToolCredentialsInput: {
-            /** @description used when `type` = `bearer` */
+            /** @description used when `type` = `bearer`; dropped (never stored) otherwise */
             token?: string;
-            /** @description used when `type` = `api_key` */
+            /** @description used when `type` = `api_key`; dropped (never stored) otherwise */
             apiKey?: string;
-            /** @description header that carries the api key; default `X-API-Key` */
+            /** @description header that carries the api key (an HTTP token); default `X-API-Key`; used when `type` = `api_key` */
             header_name?: string;
-            /** @description used when `type` = `basic` */
+            /** @description used when `type` = `basic`; dropped (never stored) otherwise */
             username?: string;
-            /** @description used when `type` = `basic` */
+            /** @description used when `type` = `basic`; dropped (never stored) otherwise */
             password?: string;
         };
         CustomToolAuthInput: {
             /** @enum {string} */
             type: "none" | "bearer" | "api_key" | "basic";
-            /** @description raw secrets, encrypted at rest and never returned; sending a fresh object rotates them */
+            /** @description raw secrets, encrypted at rest and never returned. Optional: without it a tool keeps its stored secrets when `type` is unchanged and drops them when `type` changes. A fresh object replaces the stored one: fields it lacks are absent afterwards, and fields the `type` does not use are dropped (never stored or returned). */
             credentials?: components["schemas"]["CustomToolCredentialsInput"];
         };
         CustomToolGroupInput: {
@@ -682,11 +683,13 @@ export interface components {
              * @enum {string}
              */
             type?: "read" | "write";
-            /** @description at most 50 headers; names are HTTP header names of at most 128 characters, values single-line strings of at most 4096 */
+            /** @description at most 50 headers; names are HTTP header names of at most 128 characters, values single-line strings of at most 4096. Plain headers are stored unencrypted and returned in responses, so `Authorization`, `Proxy-Authorization` and `Cookie` are refused (send credentials through `auth`); `Host`, `Content-Length` and `Transfer-Encoding` are set by the HTTP client. */
             headers?: {
                 [key: string]: string;
             };
+            /** @description JSON string template for POST, PUT, PATCH bodies; supports `{{param}}` (blanks inside the braces allowed; undeclared ones kept as written). A placeholder inside a JSON string is replaced by the value as text, a bare one by the value as JSON; the template must be valid JSON once placeholders are substituted. */
             body_template?: string | null;
+            /** @description at most 50; names unique within the tool. Placeholders need no declared parameter. */
             parameters?: components["schemas"]["CustomToolParamInput"][];
             /** @description dot path into the response, e.g. `data.items` */
             response_mapping?: string | null;
@@ -698,17 +701,19 @@ export interface components {
             description: string;
             /** @enum {string} */
             method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-            /** @description absolute http(s) URL; `{{param}}` placeholders allowed outside the host */
+            /** @description absolute http(s) URL. `{{param}}` placeholders (blanks inside the braces allowed; undeclared ones kept as written) may stand in the path, query and fragment, and for host labels left of the registrable domain, which is written out (`https://{{subdomain}}.zendesk.com/...`); never for the scheme, the port, the whole host or part of an IP address. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6) nor a name internal by convention (`localhost`, `*.local`, `*.internal`, `*.svc`, `*.home.arpa`, single-label names). */
             url: string;
         };
         UpdateCustomToolDto: {
             /** @enum {string} */
             type?: "read" | "write";
-            /** @description at most 50 headers; names are HTTP header names of at most 128 characters, values single-line strings of at most 4096 */
+            /** @description at most 50 headers; names are HTTP header names of at most 128 characters, values single-line strings of at most 4096. Plain headers are stored unencrypted and returned in responses, so `Authorization`, `Proxy-Authorization` and `Cookie` are refused (send credentials through `auth`); `Host`, `Content-Length` and `Transfer-Encoding` are set by the HTTP client. */
             headers?: {
                 [key: string]: string;
             };
+            /** @description JSON string template for POST, PUT, PATCH bodies; supports `{{param}}` (blanks inside the braces allowed; undeclared ones kept as written). A placeholder inside a JSON string is replaced by the value as text, a bare one by the value as JSON; the template must be valid JSON once placeholders are substituted. */
             body_template?: string | null;
+            /** @description at most 50; names unique within the tool. Placeholders need no declared parameter. */
             parameters?: components["schemas"]["CustomToolParamInput"][];
             /** @description dot path into the response, e.g. `data.items` */
             response_mapping?: string | null;
@@ -718,6 +723,7 @@ export interface components {
             description?: string;
             /** @enum {string} */
             method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+            /** @description absolute http(s) URL. `{{param}}` placeholders (blanks inside the braces allowed; undeclared ones kept as written) may stand in the path, query and fragment, and for host labels left of the registrable domain, which is written out (`https://{{subdomain}}.zendesk.com/...`); never for the scheme, the port, the whole host or part of an IP address. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6) nor a name internal by convention (`localhost`, `*.local`, `*.internal`, `*.svc`, `*.home.arpa`, single-label names). */
             url?: string;
             is_active?: boolean;
         };
@@ -752,9 +758,9 @@ export interface components {
             type: "website" | "webpage";
             /** @description display name */
             name: string;
-            /** @description type-specific; additional keys allowed (at most 8192 bytes as JSON, nested at most 5 levels) */
+            /** @description type-specific; additional keys allowed. At most 262144 bytes as JSON (256 KiB), nested at most 16 levels: room for include/exclude lists of thousands of paths. */
             config?: {
-                /** @description absolute http(s) URL; required for website and webpage */
+                /** @description absolute http(s) URL; required for website and webpage. The host may not be an address of the IANA special-purpose registries nor a name internal by convention (`localhost`, `*.local`, `*.internal`, `*.svc`, `*.home.arpa`, single-label names). */
                 url?: string;
                 /** @description when true the content is chunked and embedded and becomes searchable through the `search_knowledge` tool Default: `false`. */
                 indexed?: boolean;
