@@ -17,6 +17,7 @@ import type { AppConfig } from './config/config';
 import type { DatabaseConnection } from './database/connection';
 import { DatabaseModule } from './database/database.module';
 import { FixturesModule } from './fixtures/fixtures.module';
+import { HealthModule } from './health/health.module';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { MetaModule } from './meta/meta.module';
@@ -47,6 +48,7 @@ export class AppModule {
         AuthModule,
         IdempotencyModule,
         MetaModule,
+        HealthModule,
         FixturesModule,
         OrgsModule,
         TeamModule,

@@ -1,4 +1,4 @@
-import type { INestApplication, NestApplicationOptions } from '@nestjs/common';
+import { RequestMethod, type INestApplication, type NestApplicationOptions } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule, type OpenAPIObject, type SwaggerCustomOptions } from '@nestjs/swagger';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -7,8 +7,10 @@ import { dirname, join } from 'node:path';
 import { ApiError, ErrorCode } from './common/api-error';
 import { renderErrorBody } from './common/error-body';
 import type { AppLogger } from './common/logger';
+import { DEFAULT_HTTP_LIMITS, type AppConfig } from './config/config';
 import { isJsonContentType, MAX_BODY_BYTES, parseJsonBody, readBody } from './common/request-body';
 import { parseQueryString, REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from './common/request-context';
+import { PROBE_PATHS } from './health/health.controller';
 import { API_PREFIX, buildOpenApiDocument, DOCS_PATH } from './meta/openapi-document';
 import { OpenApiDocumentHolder } from './meta/meta.controller';
 
@@ -22,9 +24,17 @@ export const APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
  * This file is the only one that knows it; everything else works through
  * Nest's abstractions and {@link RequestContext}.
  */
-export function createHttpAdapter(logger: AppLogger): FastifyAdapter {
-  return new FastifyAdapter({
+export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAULT_HTTP_LIMITS): FastifyAdapter {
+  const adapter = new FastifyAdapter({
     bodyLimit: MAX_BODY_BYTES,
+    // a client cannot hold a connection by sending slowly: after these, Node
+    // answers 408 and closes it. Node checks them every
+    // connectionsCheckingInterval (30 s by default, which would double them)
+    requestTimeout: limits.httpRequestTimeoutMs,
+    http: {
+      headersTimeout: limits.httpHeadersTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, limits.httpHeadersTimeoutMs),
+    },
     // while closing, a request arriving on an open keep-alive connection is
     // still served (with Connection: close, so the connection drains), not
     // answered with Fastify's own 503 body outside the envelope
@@ -49,7 +59,20 @@ export function createHttpAdapter(logger: AppLogger): FastifyAdapter {
         .send(JSON.stringify(renderErrorBody(error, (request as unknown as RequestContext).requestId)));
     },
   });
+  const server = (adapter.getInstance() as FastifyInstance).server;
+  // beyond the cap Node closes a new connection as soon as it is accepted (the
+  // balancer retries elsewhere): file descriptors stay for the database
+  server.maxConnections = limits.httpMaxConnections;
+  let lastDropWarning = 0;
+  server.on('drop', () => {
+    if (Date.now() - lastDropWarning < 10_000) return;
+    lastDropWarning = Date.now();
+    logger.warn({ max_connections: limits.httpMaxConnections }, 'connection refused: HTTP_MAX_CONNECTIONS open connections');
+  });
+  return adapter;
 }
+
+export type HttpLimits = Pick<AppConfig, 'httpRequestTimeoutMs' | 'httpHeadersTimeoutMs' | 'httpMaxConnections'>;
 
 function logRequest(logger: AppLogger, request: FastifyRequest, reply: FastifyReply): void {
   logger.info(requestLogFields(request as unknown as RequestContext, reply.statusCode, reply.elapsedTime), 'request');
@@ -106,7 +129,8 @@ export function configureApp(app: INestApplication, logger: AppLogger): void {
     );
   });
 
-  app.setGlobalPrefix(API_PREFIX);
+  // the probes are not part of the v1 API: an orchestrator finds them at /healthz and /readyz
+  app.setGlobalPrefix(API_PREFIX, { exclude: PROBE_PATHS.map((path) => ({ path, method: RequestMethod.GET })) });
   const document = buildOpenApiDocument(app);
   app.get(OpenApiDocumentHolder).set(document);
   ApiReference.serve(app);

@@ -113,6 +113,11 @@ export class RedisRateLimitStorage implements RateLimitStorage {
     };
   }
 
+  /** Readiness (health/): rejects unless Redis answers now (no offline queue; bounded by the command timeout). */
+  async ping(): Promise<void> {
+    await this.redis.ping();
+  }
+
   async close(): Promise<void> {
     this.fallback.close();
     this.redis.disconnect();
