@@ -3,13 +3,15 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { SwaggerModule, type OpenAPIObject, type SwaggerCustomOptions } from '@nestjs/swagger';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { readFile } from 'node:fs/promises';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { ApiError, ErrorCode } from './common/api-error';
 import { renderErrorBody } from './common/error-body';
 import type { AppLogger } from './common/logger';
 import { DEFAULT_HTTP_LIMITS, type AppConfig } from './config/config';
 import { isJsonContentType, MAX_BODY_BYTES, parseJsonBody, readBody } from './common/request-body';
-import { parseQueryString, REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from './common/request-context';
+import { parseQueryString, pathOf, REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from './common/request-context';
 import { PROBE_PATHS } from './health/health.controller';
 import { API_PREFIX, buildOpenApiDocument, DOCS_PATH } from './meta/openapi-document';
 import { OpenApiDocumentHolder } from './meta/meta.controller';
@@ -60,6 +62,8 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
     },
   });
   const server = (adapter.getInstance() as FastifyInstance).server;
+  server.removeAllListeners('clientError');
+  server.on('clientError', (error: Error & { code?: string }, socket: Socket) => answerClientError(logger, error, socket));
   // beyond the cap Node closes a new connection as soon as it is accepted (the
   // balancer retries elsewhere): file descriptors stay for the database
   server.maxConnections = limits.httpMaxConnections;
@@ -74,6 +78,38 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
 
 export type HttpLimits = Pick<AppConfig, 'httpRequestTimeoutMs' | 'httpHeadersTimeoutMs' | 'httpMaxConnections'>;
 
+/** The request a connection is answering, for a client error that comes while its body is being read. */
+const requestOnSocket = new WeakMap<Socket, { request: FastifyRequest; response: ServerResponse }>();
+
+/**
+ * Node's own refusals, before or while a request is read (request or headers
+ * timeout, headers too large, malformed HTTP): the error envelope, the
+ * request's id when its headers had arrived, a log line, and the connection
+ * closed (it cannot carry another request).
+ */
+function answerClientError(logger: AppLogger, error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  // a finished answer means the connection is waiting for its next request: that one has no id yet
+  const current = requestOnSocket.get(socket);
+  const request = current && !current.response.writableEnded ? current.request : undefined;
+  const requestId = request ? (request as unknown as RequestContext).requestId : resolveRequestId(undefined);
+  const apiError =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new ApiError(ErrorCode.RequestTimeout, 'The request was not received in time.')
+      : ApiError.validation({}, error.code === 'HPE_HEADER_OVERFLOW' ? 'The request headers are too large.' : 'The request is not valid HTTP.');
+  // 431 is the one status Node's parser has that no code names: headers too large are input that cannot be valid
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const body = JSON.stringify(renderErrorBody(apiError, requestId));
+  logger.warn({ request_id: requestId, method: request?.method, path: request ? pathOf(request.url) : undefined, status, reason: error.code }, 'client error: connection closed');
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `${REQUEST_ID_HEADER}: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
 function logRequest(logger: AppLogger, request: FastifyRequest, reply: FastifyReply): void {
   logger.info(requestLogFields(request as unknown as RequestContext, reply.statusCode, reply.elapsedTime), 'request');
 }
@@ -81,6 +117,7 @@ function logRequest(logger: AppLogger, request: FastifyRequest, reply: FastifyRe
 function startRequest(request: FastifyRequest, reply: FastifyReply): void {
   const ctx = request as unknown as RequestContext;
   ctx.requestId = resolveRequestId(request.headers['x-request-id']);
+  requestOnSocket.set(request.raw.socket, { request, response: reply.raw });
   void reply.header(REQUEST_ID_HEADER, ctx.requestId);
 }
 
@@ -147,6 +184,52 @@ const SERVED_ROUTES = new WeakMap<INestApplication, ServedRoute[]>();
 /** Every route the platform serves (tests: each API route is documented, and each documented one served). */
 export function servedRoutes(app: INestApplication): ServedRoute[] {
   return [...(SERVED_ROUTES.get(app) ?? [])];
+}
+
+/** A request the server has received the headers of and not finished answering. */
+export interface InFlightRequest {
+  request_id: string;
+  method: string;
+  path: string;
+  /** receiving: the body is still coming; handling: the server is working on it; sending: the answer is being written */
+  phase: 'receiving' | 'handling' | 'sending';
+}
+
+export interface RequestTracker {
+  inFlight(): InFlightRequest[];
+  /** Closes every connection, idle or not (the shutdown deadline). */
+  closeAllConnections(): void;
+}
+
+/**
+ * What shutdown needs to know about open requests (server.ts): which are in
+ * flight and in which phase, so that a request cut at the hard deadline is
+ * named in the log. Install before {@link initApp}.
+ */
+export function trackRequests(app: INestApplication): RequestTracker {
+  const fastify = (app as NestFastifyApplication).getHttpAdapter().getInstance() as FastifyInstance;
+  const open = new Map<FastifyRequest, { reply: FastifyReply; handling: boolean }>();
+  fastify.addHook('onRequest', (request, reply, done) => {
+    open.set(request, { reply, handling: false });
+    // 'close' comes once the answer is out or the connection is gone, whichever first
+    reply.raw.once('close', () => open.delete(request));
+    done();
+  });
+  fastify.addHook('preHandler', (request, _reply, done) => {
+    const entry = open.get(request);
+    if (entry) entry.handling = true;
+    done();
+  });
+  return {
+    inFlight: () =>
+      [...open].map(([request, { reply, handling }]) => ({
+        request_id: (request as unknown as RequestContext).requestId,
+        method: request.method,
+        path: pathOf(request.url),
+        phase: reply.sent ? 'sending' : handling ? 'handling' : 'receiving',
+      })),
+    closeAllConnections: () => fastify.server.closeAllConnections(),
+  };
 }
 
 /** Initializes the app and its HTTP platform: after this, requests can be sent to `app.getHttpServer()`. */
