@@ -197,6 +197,12 @@ export interface InFlightRequest {
 
 export interface RequestTracker {
   inFlight(): InFlightRequest[];
+  /**
+   * From now on every answer closes its connection (`Connection: close`),
+   * those of requests already in flight included: the platform only marks
+   * requests that arrive after it began closing.
+   */
+  closeAfterAnswers(): void;
   /** Closes every connection, idle or not (the shutdown deadline). */
   closeAllConnections(): void;
 }
@@ -209,8 +215,10 @@ export interface RequestTracker {
 export function trackRequests(app: INestApplication): RequestTracker {
   const fastify = (app as NestFastifyApplication).getHttpAdapter().getInstance() as FastifyInstance;
   const open = new Map<FastifyRequest, { reply: FastifyReply; handling: boolean }>();
+  let closing = false;
   fastify.addHook('onRequest', (request, reply, done) => {
     open.set(request, { reply, handling: false });
+    if (closing) reply.raw.setHeader('Connection', 'close');
     // 'close' comes once the answer is out or the connection is gone, whichever first
     reply.raw.once('close', () => open.delete(request));
     done();
@@ -228,6 +236,10 @@ export function trackRequests(app: INestApplication): RequestTracker {
         path: pathOf(request.url),
         phase: reply.sent ? 'sending' : handling ? 'handling' : 'receiving',
       })),
+    closeAfterAnswers: () => {
+      closing = true;
+      for (const { reply } of open.values()) if (!reply.raw.headersSent) reply.raw.setHeader('Connection', 'close');
+    },
     closeAllConnections: () => fastify.server.closeAllConnections(),
   };
 }

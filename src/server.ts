@@ -93,6 +93,7 @@ class Shutdown {
     }, this.config.shutdownTimeoutMs);
     // stop accepting and let in-flight requests finish first, so that they
     // still have the database and the key service's last flush sees them
+    this.tracker.closeAfterAnswers();
     await this.app.getHttpAdapter().close();
     clearTimeout(deadline);
     await this.app.close();

@@ -51,6 +51,12 @@ describe('a bad setting is a ConfigError naming it', () => {
     [{ TRASH_PURGE_CRON: 'x x x x x' }, /^TRASH_PURGE_CRON is not a valid cron expression/],
     [{ IDEMPOTENCY_PURGE_CRON: '99 * * * *' }, /^IDEMPOTENCY_PURGE_CRON is not a valid cron expression \(.*out of range/],
     [{ RATE_LIMIT_PER_MINUTE: '100', RATE_LIMIT_PER_HOUR: '50' }, /RATE_LIMIT_PER_HOUR/],
+    [{ HTTP_REQUEST_TIMEOUT_MS: '0' }, /^HTTP_REQUEST_TIMEOUT_MS must be between 1000 and 3600000, got 0$/],
+    [{ HTTP_HEADERS_TIMEOUT_MS: '15s' }, /^HTTP_HEADERS_TIMEOUT_MS must be an integer/],
+    [{ HTTP_REQUEST_TIMEOUT_MS: '5000' }, /^HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS \(5000\), got 15000$/],
+    [{ HTTP_MAX_CONNECTIONS: '0' }, /^HTTP_MAX_CONNECTIONS must be between 1 and/],
+    [{ SHUTDOWN_DRAIN_DELAY_MS: '-1' }, /^SHUTDOWN_DRAIN_DELAY_MS must be an integer/],
+    [{ SHUTDOWN_TIMEOUT_MS: '99' }, /^SHUTDOWN_TIMEOUT_MS must be between 100 and/],
   ])('%j', (env, pattern) => {
     expect(() => loadConfig({ PGLITE_DIR: 'memory', ...env })).toThrow(ConfigError);
     expect(() => loadConfig({ PGLITE_DIR: 'memory', ...env })).toThrow(pattern);
