@@ -97,7 +97,7 @@ function answerClientError(logger: AppLogger, error: Error & { code?: string }, 
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? new ApiError(ErrorCode.RequestTimeout, 'The request was not received in time.')
       : ApiError.validation({}, error.code === 'HPE_HEADER_OVERFLOW' ? 'The request headers are too large.' : 'The request is not valid HTTP.');
-  // 431 is the one status Node's parser has that no code names: headers too large are input that cannot be valid
+  // the statuses Node's parser means (malformed 400, headers too large 431); the code is the one for bad input
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const body = JSON.stringify(renderErrorBody(apiError, requestId));
   logger.warn({ request_id: requestId, method: request?.method, path: request ? pathOf(request.url) : undefined, status, reason: error.code }, 'client error: connection closed');
