@@ -62,8 +62,13 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
     },
   });
   const server = (adapter.getInstance() as FastifyInstance).server;
+  // a request timeout is answered in the envelope; the parser's own refusals
+  // (malformed 400, headers too large 431) stay Fastify's, before any request exists
+  const [platformClientError] = server.listeners('clientError') as Array<(error: Error, socket: Socket) => void>;
   server.removeAllListeners('clientError');
-  server.on('clientError', (error: Error & { code?: string }, socket: Socket) => answerClientError(logger, error, socket));
+  server.on('clientError', (error: Error & { code?: string }, socket: Socket) =>
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? answerRequestTimeout(logger, socket) : platformClientError(error, socket),
+  );
   // beyond the cap Node closes a new connection as soon as it is accepted (the
   // balancer retries elsewhere): file descriptors stay for the database
   server.maxConnections = limits.httpMaxConnections;
@@ -82,28 +87,22 @@ export type HttpLimits = Pick<AppConfig, 'httpRequestTimeoutMs' | 'httpHeadersTi
 const requestOnSocket = new WeakMap<Socket, { request: FastifyRequest; response: ServerResponse }>();
 
 /**
- * Node's own refusals, before or while a request is read (request or headers
- * timeout, headers too large, malformed HTTP): the error envelope, the
- * request's id when its headers had arrived, a log line, and the connection
- * closed (it cannot carry another request).
+ * Node's request or headers timeout: the error envelope, the request's id
+ * when its headers had arrived, a log line, and the connection closed (it
+ * cannot carry another request).
  */
-function answerClientError(logger: AppLogger, error: Error & { code?: string }, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+function answerRequestTimeout(logger: AppLogger, socket: Socket): void {
+  if (socket.destroyed) return;
   // a finished answer means the connection is waiting for its next request: that one has no id yet
   const current = requestOnSocket.get(socket);
   const request = current && !current.response.writableEnded ? current.request : undefined;
   const requestId = request ? (request as unknown as RequestContext).requestId : resolveRequestId(undefined);
-  const apiError =
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? new ApiError(ErrorCode.RequestTimeout, 'The request was not received in time.')
-      : ApiError.validation({}, error.code === 'HPE_HEADER_OVERFLOW' ? 'The request headers are too large.' : 'The request is not valid HTTP.');
-  // the statuses Node's parser means (malformed 400, headers too large 431); the code is the one for bad input
-  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  const body = JSON.stringify(renderErrorBody(apiError, requestId));
-  logger.warn({ request_id: requestId, method: request?.method, path: request ? pathOf(request.url) : undefined, status, reason: error.code }, 'client error: connection closed');
+  const error = new ApiError(ErrorCode.RequestTimeout, 'The request was not received in time.');
+  const body = JSON.stringify(renderErrorBody(error, requestId));
+  logger.warn({ request_id: requestId, method: request?.method, path: request ? pathOf(request.url) : undefined, status: error.status }, 'request timeout: connection closed');
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
         `${REQUEST_ID_HEADER}: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
     );
   }

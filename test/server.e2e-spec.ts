@@ -166,6 +166,8 @@ describe('a bad setting stops start-up with exit ≠ 0 and a one-line reason', (
     ['ENCRYPTION_KEY not 32 bytes', { ENCRYPTION_KEY: 'abc' }, /ENCRYPTION_KEY must be 32 bytes/],
     ['API_KEY_CACHE_TTL_MS above 5 s', { API_KEY_CACHE_TTL_MS: '60000' }, /API_KEY_CACHE_TTL_MS must be between 0 and 5000/],
     ['SEED_FILE missing', { SEED_FILE: '/nonexistent/seed.json' }, /SEED_FILE \/nonexistent\/seed.json does not exist/],
+    ['HTTP_HEADERS_TIMEOUT_MS above HTTP_REQUEST_TIMEOUT_MS', { HTTP_REQUEST_TIMEOUT_MS: '2000', HTTP_HEADERS_TIMEOUT_MS: '3000' }, /HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS/],
+    ['SHUTDOWN_DRAIN_DELAY_MS not a number', { SHUTDOWN_DRAIN_DELAY_MS: '5s' }, /SHUTDOWN_DRAIN_DELAY_MS must be an integer/],
   ])('%s', async (_name, env, reason) => {
     const exit = await run(SERVER_JS, [], baseEnv({ ...memory, PORT: '0', ...env }));
     expect(exit.code).toBe(1);
