@@ -12,8 +12,9 @@ import type { AppLogger } from './common/logger';
 import { DEFAULT_HTTP_LIMITS, type AppConfig } from './config/config';
 import { isJsonContentType, MAX_BODY_BYTES, parseJsonBody, readBody } from './common/request-body';
 import { parseQueryString, pathOf, REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from './common/request-context';
+import { API_PREFIX, DOCS_PATH } from './common/api-paths';
 import { PROBE_PATHS } from './health/health.controller';
-import { API_PREFIX, buildOpenApiDocument, DOCS_PATH } from './meta/openapi-document';
+import { buildOpenApiDocument } from './meta/openapi-document';
 import { OpenApiDocumentHolder } from './meta/meta.controller';
 
 export { MAX_BODY_BYTES };
