@@ -29,7 +29,7 @@ export class AgentsRepository {
   }
 
   /** Locks a live agent for the rest of the transaction, so concurrent PATCH/DELETE of it run one after the other. */
-  async lockLive(tx: DbOrTx, orgId: string, id: string): Promise<AgentRow | null> {
+  async lockLive(orgId: string, id: string, tx: DbOrTx = this.db): Promise<AgentRow | null> {
     const [row] = await tx
       .select()
       .from(agents)
@@ -38,21 +38,13 @@ export class AgentsRepository {
     return row ?? null;
   }
 
-  /**
-   * The organization's plan caps, with its row locked: concurrent creates in
-   * one organization queue here, so the `limits.agents` count cannot be raced.
-   */
-  async lockOrgLimits(tx: DbOrTx, orgId: string): Promise<OrgLimits | null> {
-    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('update');
-    return row?.limits ?? null;
-  }
 
-  async orgLimits(tx: DbOrTx, orgId: string): Promise<OrgLimits | null> {
+  async orgLimits(orgId: string, tx: DbOrTx = this.db): Promise<OrgLimits | null> {
     const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId));
     return row?.limits ?? null;
   }
 
-  async countLive(tx: DbOrTx, orgId: string): Promise<number> {
+  async countLive(orgId: string, tx: DbOrTx = this.db): Promise<number> {
     const [row] = await tx
       .select({ n: count() })
       .from(agents)
@@ -60,7 +52,7 @@ export class AgentsRepository {
     return Number(row?.n ?? 0);
   }
 
-  async insert(tx: DbOrTx, orgId: string, row: NewAgentRow): Promise<AgentRow> {
+  async insert(orgId: string, row: NewAgentRow, tx: DbOrTx = this.db): Promise<AgentRow> {
     const [created] = await tx
       .insert(agents)
       .values({ ...row, orgId })
@@ -68,7 +60,7 @@ export class AgentsRepository {
     return created;
   }
 
-  async update(tx: DbOrTx, orgId: string, id: string, changes: AgentChanges): Promise<AgentRow> {
+  async update(orgId: string, id: string, changes: AgentChanges, tx: DbOrTx = this.db): Promise<AgentRow> {
     const [updated] = await tx
       .update(agents)
       .set(changes)
@@ -77,7 +69,7 @@ export class AgentsRepository {
     return updated;
   }
 
-  async softDelete(tx: DbOrTx, orgId: string, id: string, now: Date): Promise<void> {
+  async softDelete(orgId: string, id: string, now: Date, tx: DbOrTx = this.db): Promise<void> {
     await tx
       .update(agents)
       .set({ deletedAt: now, updatedAt: now })
