@@ -18,6 +18,7 @@ import type { DatabaseConnection } from './database/connection';
 import { DatabaseModule } from './database/database.module';
 import { RequestDeadlineInterceptor } from './database/request-deadline.interceptor';
 import { FixturesModule } from './fixtures/fixtures.module';
+import { HealthModule } from './health/health.module';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { MetaModule } from './meta/meta.module';
@@ -50,6 +51,7 @@ export class AppModule {
         AuthModule,
         IdempotencyModule,
         MetaModule,
+        HealthModule,
         FixturesModule,
         OrgsModule,
         TeamModule,

@@ -1,17 +1,21 @@
-import type { INestApplication, NestApplicationOptions } from '@nestjs/common';
+import { RequestMethod, type INestApplication, type NestApplicationOptions } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule, type OpenAPIObject, type SwaggerCustomOptions } from '@nestjs/swagger';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { readFile } from 'node:fs/promises';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { ApiError, ErrorCode } from './common/api-error';
 import { renderErrorBody } from './common/error-body';
 import type { AppLogger } from './common/logger';
 import { Metrics, UNMATCHED_ROUTE } from './metrics/metrics';
 import { resolveTraceId } from '../libs/trace-context/trace-context';
+import { DEFAULT_HTTP_LIMITS, type AppConfig } from './config/config';
 import { isJsonContentType, MAX_BODY_BYTES, parseJsonBody, readBody } from './common/request-body';
-import { parseQueryString, REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from './common/request-context';
+import { parseQueryString, pathOf, REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from './common/request-context';
 import { API_PREFIX, DOCS_PATH } from './common/api-paths';
+import { PROBE_PATHS } from './health/health.controller';
 import { buildOpenApiDocument } from './meta/openapi-document';
 import { OpenApiDocumentHolder } from './meta/meta.controller';
 
@@ -25,9 +29,17 @@ export const APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
  * This file is the only one that knows it; everything else works through
  * Nest's abstractions and {@link RequestContext}.
  */
-export function createHttpAdapter(logger: AppLogger): FastifyAdapter {
-  return new FastifyAdapter({
+export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAULT_HTTP_LIMITS): FastifyAdapter {
+  const adapter = new FastifyAdapter({
     bodyLimit: MAX_BODY_BYTES,
+    // a client cannot hold a connection by sending slowly: after these, Node
+    // answers 408 and closes it. Node checks them every
+    // connectionsCheckingInterval (30 s by default, which would double them)
+    requestTimeout: limits.httpRequestTimeoutMs,
+    http: {
+      headersTimeout: limits.httpHeadersTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, limits.httpHeadersTimeoutMs),
+    },
     // while closing, a request arriving on an open keep-alive connection is
     // still served (with Connection: close, so the connection drains), not
     // answered with Fastify's own 503 body outside the envelope
@@ -52,6 +64,52 @@ export function createHttpAdapter(logger: AppLogger): FastifyAdapter {
         .send(JSON.stringify(renderErrorBody(error, (request as unknown as RequestContext).requestId)));
     },
   });
+  const server = (adapter.getInstance() as FastifyInstance).server;
+  // a request timeout is answered in the envelope; the parser's own refusals
+  // (malformed 400, headers too large 431) stay Fastify's, before any request exists
+  const [platformClientError] = server.listeners('clientError') as Array<(error: Error, socket: Socket) => void>;
+  server.removeAllListeners('clientError');
+  server.on('clientError', (error: Error & { code?: string }, socket: Socket) =>
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? answerRequestTimeout(logger, socket) : platformClientError(error, socket),
+  );
+  // beyond the cap Node closes a new connection as soon as it is accepted (the
+  // balancer retries elsewhere): file descriptors stay for the database
+  server.maxConnections = limits.httpMaxConnections;
+  let lastDropWarning = 0;
+  server.on('drop', () => {
+    if (Date.now() - lastDropWarning < 10_000) return;
+    lastDropWarning = Date.now();
+    logger.warn({ max_connections: limits.httpMaxConnections }, 'connection refused: HTTP_MAX_CONNECTIONS open connections');
+  });
+  return adapter;
+}
+
+export type HttpLimits = Pick<AppConfig, 'httpRequestTimeoutMs' | 'httpHeadersTimeoutMs' | 'httpMaxConnections'>;
+
+/** The request a connection is answering, for a client error that comes while its body is being read. */
+const requestOnSocket = new WeakMap<Socket, { request: FastifyRequest; response: ServerResponse }>();
+
+/**
+ * Node's request or headers timeout: the error envelope, the request's id
+ * when its headers had arrived, a log line, and the connection closed (it
+ * cannot carry another request).
+ */
+function answerRequestTimeout(logger: AppLogger, socket: Socket): void {
+  if (socket.destroyed) return;
+  // a finished answer means the connection is waiting for its next request: that one has no id yet
+  const current = requestOnSocket.get(socket);
+  const request = current && !current.response.writableEnded ? current.request : undefined;
+  const requestId = request ? (request as unknown as RequestContext).requestId : resolveRequestId(undefined);
+  const error = new ApiError(ErrorCode.RequestTimeout, 'The request was not received in time.');
+  const body = JSON.stringify(renderErrorBody(error, requestId));
+  logger.warn({ request_id: requestId, method: request?.method, path: request ? pathOf(request.url) : undefined, status: error.status }, 'request timeout: connection closed');
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `${REQUEST_ID_HEADER}: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 /** The HTTP metrics of each app (set by {@link configureApp}), found from a request by its server. */
@@ -71,6 +129,7 @@ function startRequest(request: FastifyRequest, reply: FastifyReply): void {
   const ctx = request as unknown as RequestContext;
   ctx.requestId = resolveRequestId(request.headers['x-request-id']);
   ctx.traceId = resolveTraceId(request.headers.traceparent);
+  requestOnSocket.set(request.raw.socket, { request, response: reply.raw });
   void reply.header(REQUEST_ID_HEADER, ctx.requestId);
 }
 
@@ -122,7 +181,8 @@ export function configureApp(app: INestApplication, logger: AppLogger): void {
     );
   });
 
-  app.setGlobalPrefix(API_PREFIX);
+  // the probes are not part of the v1 API: an orchestrator finds them at /healthz and /readyz
+  app.setGlobalPrefix(API_PREFIX, { exclude: PROBE_PATHS.map((path) => ({ path, method: RequestMethod.GET })) });
   const document = buildOpenApiDocument(app);
   app.get(OpenApiDocumentHolder).set(document);
   ApiReference.serve(app);
@@ -139,6 +199,64 @@ const SERVED_ROUTES = new WeakMap<INestApplication, ServedRoute[]>();
 /** Every route the platform serves (tests: each API route is documented, and each documented one served). */
 export function servedRoutes(app: INestApplication): ServedRoute[] {
   return [...(SERVED_ROUTES.get(app) ?? [])];
+}
+
+/** A request the server has received the headers of and not finished answering. */
+export interface InFlightRequest {
+  request_id: string;
+  method: string;
+  path: string;
+  /** receiving: the body is still coming; handling: the server is working on it; sending: the answer is being written */
+  phase: 'receiving' | 'handling' | 'sending';
+}
+
+export interface RequestTracker {
+  inFlight(): InFlightRequest[];
+  /**
+   * From now on every answer closes its connection (`Connection: close`),
+   * those of requests already in flight included: the platform only marks
+   * requests that arrive after it began closing.
+   */
+  closeAfterAnswers(): void;
+  /** Closes every connection, idle or not (the shutdown deadline). */
+  closeAllConnections(): void;
+}
+
+/**
+ * What shutdown needs to know about open requests (server.ts): which are in
+ * flight and in which phase, so that a request cut at the hard deadline is
+ * named in the log. Install before {@link initApp}.
+ */
+export function trackRequests(app: INestApplication): RequestTracker {
+  const fastify = (app as NestFastifyApplication).getHttpAdapter().getInstance() as FastifyInstance;
+  const open = new Map<FastifyRequest, { reply: FastifyReply; handling: boolean }>();
+  let closing = false;
+  fastify.addHook('onRequest', (request, reply, done) => {
+    open.set(request, { reply, handling: false });
+    if (closing) reply.raw.setHeader('Connection', 'close');
+    // 'close' comes once the answer is out or the connection is gone, whichever first
+    reply.raw.once('close', () => open.delete(request));
+    done();
+  });
+  fastify.addHook('preHandler', (request, _reply, done) => {
+    const entry = open.get(request);
+    if (entry) entry.handling = true;
+    done();
+  });
+  return {
+    inFlight: () =>
+      [...open].map(([request, { reply, handling }]) => ({
+        request_id: (request as unknown as RequestContext).requestId,
+        method: request.method,
+        path: pathOf(request.url),
+        phase: reply.sent ? 'sending' : handling ? 'handling' : 'receiving',
+      })),
+    closeAfterAnswers: () => {
+      closing = true;
+      for (const { reply } of open.values()) if (!reply.raw.headersSent) reply.raw.setHeader('Connection', 'close');
+    },
+    closeAllConnections: () => fastify.server.closeAllConnections(),
+  };
 }
 
 /** Initializes the app and its HTTP platform: after this, requests can be sent to `app.getHttpServer()`. */

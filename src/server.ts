@@ -1,15 +1,116 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
+import type { INestApplication } from '@nestjs/common';
 import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
-import { APP_OPTIONS, configureApp, createHttpAdapter, initApp } from './bootstrap';
-import { createLogger, PinoNestLogger } from './common/logger';
+import { APP_OPTIONS, configureApp, createHttpAdapter, initApp, trackRequests, type InFlightRequest, type RequestTracker } from './bootstrap';
+import { createLogger, PinoNestLogger, type AppLogger } from './common/logger';
 import { API_PREFIX } from './common/api-paths';
+import { HealthService } from './health/health.service';
 import type { AppConfig } from './config/config';
 import { StartupFixtures, type StartupFixtureResult } from './fixtures/startup-fixtures.service';
 
-const SHUTDOWN_GRACE_MS = 10_000;
+/** Past the deadline, closing the database may take this long before the process gives up on it. */
+const DATABASE_CLOSE_MS = 3000;
+/** At most this many in-flight requests are listed in one log line. */
+const LISTED_REQUESTS = 50;
+
+/**
+ * SIGTERM/SIGINT (docs/decisions.md, "Shutdown"):
+ * 1. drain: /readyz answers 503 at once, everything else is served as usual
+ *    for SHUTDOWN_DRAIN_DELAY_MS, so the balancer stops routing here first
+ *    (a second signal skips the rest of the delay);
+ * 2. close: the port closes, in-flight requests finish (answers on keep-alive
+ *    connections carry `Connection: close`), idle connections close;
+ * 3. deadline: SHUTDOWN_TIMEOUT_MS after the port closed, every connection
+ *    still open is cut and each request on it is logged by id, method and path;
+ * 4. the database closes and the process exits: 1 only when a request was cut
+ *    while the server was working on it (its outcome is unknown to the
+ *    client); a client that was still sending, or not reading its answer,
+ *    loses nothing of the server's doing: 0.
+ */
+class Shutdown {
+  private phase: 'serving' | 'draining' | 'closing' = 'serving';
+  private skipDrain: (() => void) | null = null;
+
+  constructor(
+    private readonly app: INestApplication,
+    private readonly tracker: RequestTracker,
+    private readonly config: AppConfig,
+    private readonly logger: AppLogger,
+  ) {}
+
+  begin(signal: string): void {
+    if (this.phase === 'draining') {
+      this.logger.info({ signal }, 'second signal: closing now');
+      this.skipDrain?.();
+      return;
+    }
+    if (this.phase !== 'serving') return;
+    this.phase = 'draining';
+    this.app.get(HealthService).startDraining();
+    this.logger.info(
+      { signal, drain_delay_ms: this.config.shutdownDrainDelayMs, ...this.describe(this.tracker.inFlight()) },
+      'shutting down: not ready any more, still serving for the drain delay',
+    );
+    void this.drain().then(
+      (code) => this.exit(code),
+      (error: unknown) => {
+        this.logger.error({ err: { message: (error as Error).message } }, 'shutdown failed');
+        this.exit(1);
+      },
+    );
+  }
+
+  private async drain(): Promise<number> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, this.config.shutdownDrainDelayMs);
+      this.skipDrain = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.phase = 'closing';
+    this.logger.info(
+      { timeout_ms: this.config.shutdownTimeoutMs, ...this.describe(this.tracker.inFlight()) },
+      'shutting down: port closed, finishing in-flight requests',
+    );
+    let lost = false;
+    let cut: InFlightRequest[] = [];
+    const deadline = setTimeout(() => {
+      cut = this.tracker.inFlight();
+      lost = cut.some((request) => request.phase === 'handling');
+      for (const request of cut) {
+        this.logger[request.phase === 'handling' ? 'error' : 'warn'](request, 'shutdown deadline: request cut');
+      }
+      this.tracker.closeAllConnections();
+      // a database that does not let go must not keep the process either
+      setTimeout(() => {
+        this.logger.error('shutdown deadline: the database did not close; exiting');
+        this.exit(1);
+      }, DATABASE_CLOSE_MS).unref();
+    }, this.config.shutdownTimeoutMs);
+    // stop accepting and let in-flight requests finish first, so that they
+    // still have the database and the key service's last flush sees them
+    this.tracker.closeAfterAnswers();
+    await this.app.getHttpAdapter().close();
+    clearTimeout(deadline);
+    await this.app.close();
+    this.logger.info({ cut: cut.length }, cut.length > 0 ? 'stopped: requests cut at the deadline, database closed' : 'stopped: in-flight requests finished, database closed');
+    return lost ? 1 : 0;
+  }
+
+  /** The count and the first few in-flight requests, for a log line. */
+  private describe(requests: InFlightRequest[]): { in_flight: number; requests?: InFlightRequest[] } {
+    return requests.length === 0 ? { in_flight: 0 } : { in_flight: requests.length, requests: requests.slice(0, LISTED_REQUESTS) };
+  }
+
+  private exit(code: number): void {
+    this.logger.flush();
+    process.exit(code);
+  }
+}
 
 /**
  * Plain text on stderr: stdout is the JSON log stream (shippers collect it,
@@ -48,12 +149,13 @@ function assertCanListen(port: number, host: string): Promise<void> {
 /** Builds the app, loads start-up fixtures, listens; SIGTERM/SIGINT stop it gracefully. */
 export async function runServer(config: AppConfig): Promise<void> {
   const logger = createLogger(config);
-  const app = await NestFactory.create(AppModule.forRoot(config, logger), createHttpAdapter(logger), {
+  const app = await NestFactory.create(AppModule.forRoot(config, logger), createHttpAdapter(logger, config), {
     ...APP_OPTIONS,
     logger: new PinoNestLogger(logger),
     abortOnError: false,
   });
   configureApp(app, logger);
+  const tracker = trackRequests(app);
   await initApp(app);
   // operations.md: SEED_FILE (and the first-run demo) are loaded before the port opens
   let startup: StartupFixtureResult;
@@ -68,34 +170,9 @@ export async function runServer(config: AppConfig): Promise<void> {
   }
 
   const server = app.getHttpServer() as Server;
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    const force = setTimeout(() => {
-      logger.error('shutdown grace period elapsed; exiting');
-      process.exit(1);
-    }, SHUTDOWN_GRACE_MS);
-    force.unref();
-    // stop accepting and let in-flight requests finish first, so that they
-    // still have the database and the key service's last flush sees them
-    app
-      .getHttpAdapter()
-      .close()
-      .then(() => app.close())
-      .then(() => {
-        logger.info('stopped: in-flight requests finished, database closed');
-        logger.flush();
-        process.exit(0);
-      })
-      .catch((error: unknown) => {
-        logger.error({ err: { message: (error as Error).message } }, 'shutdown failed');
-        process.exit(1);
-      });
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  const shutdown = new Shutdown(app, tracker, config, logger);
+  process.on('SIGTERM', () => shutdown.begin('SIGTERM'));
+  process.on('SIGINT', () => shutdown.begin('SIGINT'));
 
   await app.listen(config.port, config.host);
   const port = (server.address() as AddressInfo).port;

@@ -29,7 +29,7 @@ async function getJson(url: string, token?: string): Promise<{ status: number; b
 
 describe('first run: embedded default + empty database → demo organization and a ready-to-paste curl line', () => {
   test('the process logs one line naming its address and prints the curl line once', async () => {
-    first = await startServer({ PGLITE_DIR: pgliteDir });
+    first = await startServer({ PGLITE_DIR: pgliteDir, SHUTDOWN_DRAIN_DELAY_MS: '1500' });
     expect(first.address).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1$/);
     const listening = first
       .stdout()
@@ -73,8 +73,9 @@ describe('first run: embedded default + empty database → demo organization and
     expect((await getJson(curl[2], curl[1])).status).toBe(200);
   });
 
-  test('SIGTERM: an in-flight request finishes, the database closes, exit 0', async () => {
+  test('SIGTERM: not ready at once, still serving for the drain delay; then the in-flight request finishes with Connection: close, exit 0', async () => {
     const { hostname, port } = new URL(first!.address);
+    const origin = `http://${hostname}:${port}`;
     const socket = connect(Number(port), hostname);
     const response = new Promise<string>((resolve, reject) => {
       let text = '';
@@ -83,25 +84,40 @@ describe('first run: embedded default + empty database → demo organization and
       socket.on('error', reject);
     });
     const body = JSON.stringify({ slow: 'x'.repeat(64) });
-    // the request is in flight: headers and half of the body sent …
-    socket.write(`POST /api/v1/org HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`);
+    // headers and half of the body: a keep-alive request the server has received and is reading
+    socket.write(`POST /api/v1/org HTTP/1.1\r\nHost: x\r\nX-Request-ID: in-flight-at-sigterm\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
     socket.write(body.slice(0, 20));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await fetch(`${origin}/readyz`)).status).toBe(200);
     first!.child.kill('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    // … the server is shutting down but still waiting for it
+    // the server's own account: the request was in flight when the signal came
+    const signalled = await waitForOutput(first!, /^.*"msg":"shutting down: not ready any more.*$/m);
+    const atSignal = JSON.parse(signalled[0]) as { in_flight: number; requests: Array<Record<string, string>>; drain_delay_ms: number };
+    expect(atSignal.drain_delay_ms).toBe(1500);
+    expect(atSignal.requests).toContainEqual({ request_id: 'in-flight-at-sigterm', method: 'POST', path: '/api/v1/org', phase: 'receiving' });
+    // drain: /readyz says 503 naming it, everything else is served as before (new connections too)
+    const ready = await fetch(`${origin}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { error: { details: { failing: string[] } } }).error.details.failing).toEqual(['draining']);
+    const banner = await fetch(`${origin}/api/v1/`);
+    expect(banner.status).toBe(200);
+    expect(first!.stdout()).not.toContain('port closed');
+    // then the port closes; the in-flight request is still awaited
+    await waitForOutput(first!, /"msg":"shutting down: port closed/, 5000);
     expect(first!.child.exitCode).toBeNull();
+    await expect(fetch(`${origin}/healthz`)).rejects.toThrow();
     socket.end(body.slice(20));
     const text = await response;
     expect(text).toMatch(/^HTTP\/1\.1 404 /); // POST /org is not a route: a complete, enveloped answer
+    expect(text).toMatch(/\r\nconnection: close\r\n/i);
     expect(text).toContain('"code":"not_found"');
     const exit = await first!.exited;
     expect(exit.code).toBe(0);
-    expect(exit.stdout).toContain('shutting down');
     expect(exit.stdout).toContain('database closed');
     // the in-flight request's own log line is out before the exit, with the path as received
-    const requestLine = exit.stdout.split('\n').find((line) => line.includes('"msg":"request"') && line.includes('"method":"POST"') && line.includes('"path":"/api/v1/org"'));
+    const requestLine = exit.stdout.split('\n').find((line) => line.includes('"msg":"request"') && line.includes('"request_id":"in-flight-at-sigterm"'));
     expect(requestLine).toContain('"status":404');
+    expect(requestLine).toContain('"path":"/api/v1/org"');
+    expect(exit.stdout).not.toContain('request cut');
     expect(existsSync(`${pgliteDir}.lock`)).toBe(false); // released by the database close
   });
 });
@@ -154,6 +170,8 @@ describe('a bad setting stops start-up with exit ≠ 0 and a one-line reason', (
     ['ENCRYPTION_KEY not 32 bytes', { ENCRYPTION_KEY: 'abc' }, /ENCRYPTION_KEY must be 32 bytes/],
     ['API_KEY_CACHE_TTL_MS above 5 s', { API_KEY_CACHE_TTL_MS: '60000' }, /API_KEY_CACHE_TTL_MS must be between 0 and 5000/],
     ['SEED_FILE missing', { SEED_FILE: '/nonexistent/seed.json' }, /SEED_FILE \/nonexistent\/seed.json does not exist/],
+    ['HTTP_HEADERS_TIMEOUT_MS above HTTP_REQUEST_TIMEOUT_MS', { HTTP_REQUEST_TIMEOUT_MS: '2000', HTTP_HEADERS_TIMEOUT_MS: '3000' }, /HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS/],
+    ['SHUTDOWN_DRAIN_DELAY_MS not a number', { SHUTDOWN_DRAIN_DELAY_MS: '5s' }, /SHUTDOWN_DRAIN_DELAY_MS must be an integer/],
   ])('%s', async (_name, env, reason) => {
     const exit = await run(SERVER_JS, [], baseEnv({ ...memory, PORT: '0', ...env }));
     expect(exit.code).toBe(1);

@@ -12,6 +12,8 @@ export enum ErrorCode {
   IdempotencyKeyReused = 'idempotency_key_reused',
   Conflict = 'conflict',
   ValidationFailed = 'validation_failed',
+  /** the client did not send its whole request within HTTP_REQUEST_TIMEOUT_MS (docs/decisions.md) */
+  RequestTimeout = 'request_timeout',
   PayloadTooLarge = 'payload_too_large',
   RateLimited = 'rate_limited',
   InternalError = 'internal_error',
@@ -33,6 +35,8 @@ export function statusOf(code: ErrorCode): number {
     case ErrorCode.IdempotencyKeyReused:
     case ErrorCode.Conflict:
       return 409;
+    case ErrorCode.RequestTimeout:
+      return 408;
     case ErrorCode.PayloadTooLarge:
       return 413;
     case ErrorCode.ValidationFailed:

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable, Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
@@ -78,7 +79,7 @@ export function isJsonContentType(contentType: string | undefined): boolean {
 export function parseJsonBody(bytes: Buffer, contentType: string): unknown {
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType)?.[1].toLowerCase();
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') throw unsupportedEncoding();
-  const text = bytes.toString('utf8');
+  const text = isUtf8(bytes) ? bytes.toString('utf8') : decodeKeepingInvalidBytes(bytes);
   if (text.length === 0) return {};
   const first = /\S/.exec(text)?.[0];
   if (first === '{' || first === '[') {
@@ -89,4 +90,42 @@ export function parseJsonBody(bytes: Buffer, contentType: string): unknown {
     }
   }
   throw ApiError.validation({ body: ['is not valid JSON'] }, 'The request body is not valid JSON.');
+}
+
+/** Length of the well-formed UTF-8 sequence at `i` (RFC 3629 §4), or 0 when the byte there starts none. */
+function utf8SequenceLength(bytes: Buffer, i: number): number {
+  const b0 = bytes[i];
+  if (b0 < 0x80) return 1;
+  const cont = (at: number, low = 0x80, high = 0xbf) => at < bytes.length && bytes[at] >= low && bytes[at] <= high;
+  if (b0 >= 0xc2 && b0 <= 0xdf) return cont(i + 1) ? 2 : 0;
+  if (b0 >= 0xe0 && b0 <= 0xef) {
+    const [low, high] = b0 === 0xe0 ? [0xa0, 0xbf] : b0 === 0xed ? [0x80, 0x9f] : [0x80, 0xbf];
+    return cont(i + 1, low, high) && cont(i + 2) ? 3 : 0;
+  }
+  if (b0 >= 0xf0 && b0 <= 0xf4) {
+    const [low, high] = b0 === 0xf0 ? [0x90, 0xbf] : b0 === 0xf4 ? [0x80, 0x8f] : [0x80, 0xbf];
+    return cont(i + 1, low, high) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+  }
+  return 0;
+}
+
+/**
+ * Text with each byte that is not valid UTF-8 kept as an unpaired surrogate
+ * (U+DC80–U+DCFF, as Python's "surrogateescape" does) instead of U+FFFD: the
+ * body still parses, and the validation pipe's text walk names the field
+ * that holds it (422) rather than storing a replacement character.
+ */
+function decodeKeepingInvalidBytes(bytes: Buffer): string {
+  let text = '';
+  let runStart = 0;
+  for (let i = 0; i < bytes.length; ) {
+    const length = utf8SequenceLength(bytes, i);
+    if (length > 0) {
+      i += length;
+      continue;
+    }
+    text += bytes.toString('utf8', runStart, i) + String.fromCharCode(0xdc00 | bytes[i]);
+    runStart = ++i;
+  }
+  return text + bytes.toString('utf8', runStart);
 }

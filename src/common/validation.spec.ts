@@ -1,7 +1,7 @@
 import type { ArgumentMetadata } from '@nestjs/common';
 import { IsOptional, IsString } from 'class-validator';
 import { ApiError } from './api-error';
-import { ApiValidationPipe, HEX_COLOR_PATTERN, isRfc3339DateTime, MAX_BODY_DEPTH, nestingDepth, nulCharacterPaths } from './validation';
+import { ApiValidationPipe, HEX_COLOR_PATTERN, isRfc3339DateTime, MAX_BODY_DEPTH, nestingDepth, unstorableTextPaths } from './validation';
 
 class NoteCreate {
   @IsOptional()
@@ -39,7 +39,10 @@ describe('ApiValidationPipe: deeply nested bodies', () => {
 });
 
 
-describe('nulCharacterPaths', () => {
+describe('unstorableTextPaths', () => {
+  const NUL = 'must not contain the NUL character (U+0000)';
+  const UNPAIRED = expect.stringMatching(/^must be valid UTF-8 text/);
+
   it('finds U+0000 in nested strings, array items and keys, naming each path once', () => {
     const body = {
       name: 'ok',
@@ -48,12 +51,17 @@ describe('nulCharacterPaths', () => {
       n: 1,
       nothing: null,
     };
-    expect(nulCharacterPaths(body)).toEqual(['tools[0].name', 'config.url', 'config.k\\u0000ey']);
+    expect(unstorableTextPaths(body)).toEqual({ 'tools[0].name': [NUL], 'config.url': [NUL], 'config.k\\u0000ey': [NUL] });
+  });
+
+  it('finds unpaired surrogates (high, low, reversed) in values and keys; a real pair is fine', () => {
+    const body = { a: 'x\ud800', b: ['\udc00y'], c: '\udc00\ud800', ok: 'emoji \ud83d\ude00', ['k\udfffey']: 'v' };
+    expect(unstorableTextPaths(body)).toEqual({ a: [UNPAIRED], 'b[0]': [UNPAIRED], c: [UNPAIRED], 'k\\udfffey': [UNPAIRED] });
   });
 
   it('a top-level string is "body"; clean values give nothing', () => {
-    expect(nulCharacterPaths('\u0000')).toEqual(['body']);
-    expect(nulCharacterPaths({ a: ['x', { b: 'y' }], c: true })).toEqual([]);
+    expect(unstorableTextPaths('\u0000')).toEqual({ body: [NUL] });
+    expect(unstorableTextPaths({ a: ['x', { b: 'y' }], c: true })).toEqual({});
   });
 });
 

@@ -117,23 +117,42 @@ export function nestingDepth(value: unknown, limit: number): number {
 
 const NUL = '\u0000';
 const NUL_PROBLEM = 'must not contain the NUL character (U+0000)';
+const UNPAIRED_PROBLEM = 'must be valid UTF-8 text (no invalid bytes, no unpaired surrogate such as \\ud800)';
+/** Unpaired UTF-16 surrogates: what a `\ud800` escape, or an invalid UTF-8 byte (request-body.ts), becomes. */
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const UNPAIRED_SURROGATES = new RegExp(UNPAIRED_SURROGATE.source, 'g');
+
+function textProblem(text: string): string | null {
+  if (text.includes(NUL)) return NUL_PROBLEM;
+  return UNPAIRED_SURROGATE.test(text) ? UNPAIRED_PROBLEM : null;
+}
+
+/** A key as a path segment: NUL and unpaired surrogates escaped, so the message stays printable. */
+function shownKey(key: string): string {
+  return key
+    .split(NUL)
+    .join('\\u0000')
+    .replace(UNPAIRED_SURROGATES, (unit) => `\\u${unit.charCodeAt(0).toString(16)}`);
+}
 
 /**
- * Paths of every string (and object key) holding U+0000. JSON allows it, but
- * PostgreSQL text and jsonb cannot store it: unchecked, it reaches the
- * database and fails there as a 500. Keys are shown with the NUL escaped.
+ * Every string (and object key) PostgreSQL cannot store as sent, by path:
+ * U+0000 (JSON allows it, text and jsonb do not: unchecked, it fails in the
+ * database as a 500), and unpaired surrogates, which the driver would turn
+ * into U+FFFD, storing something the client did not send.
  */
-export function nulCharacterPaths(value: unknown, path = '', found: string[] = []): string[] {
+export function unstorableTextPaths(value: unknown, path = '', found: FieldErrors = {}): FieldErrors {
   if (typeof value === 'string') {
-    if (value.includes(NUL)) found.push(path === '' ? 'body' : path);
+    const problem = textProblem(value);
+    if (problem) found[path === '' ? 'body' : path] = [problem];
   } else if (Array.isArray(value)) {
-    value.forEach((item, i) => nulCharacterPaths(item, `${path}[${i}]`, found));
+    value.forEach((item, i) => unstorableTextPaths(item, `${path}[${i}]`, found));
   } else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
-      const shown = key.split(NUL).join('\\u0000');
-      const itemPath = path === '' ? shown : `${path}.${shown}`;
-      if (key.includes(NUL)) found.push(itemPath);
-      else nulCharacterPaths(item, itemPath, found);
+      const itemPath = path === '' ? shownKey(key) : `${path}.${shownKey(key)}`;
+      const problem = textProblem(key);
+      if (problem) found[itemPath] = [problem];
+      else unstorableTextPaths(item, itemPath, found);
     }
   }
   return found;
@@ -158,7 +177,7 @@ function precheckOf(metatype: unknown): BodyPrecheck['precheck'] | undefined {
  * Global pipe: whitelisted DTOs only (unknown fields → 422, no silent mass
  * assignment), class-validator failures → 422 `validation_failed` naming the
  * fields, a body that is not a JSON object → 422 as well, and so is any
- * string holding U+0000 (before it reaches PostgreSQL).
+ * string holding U+0000 or an unpaired surrogate (before it reaches PostgreSQL).
  */
 @Injectable()
 export class ApiValidationPipe extends ValidationPipe {
@@ -193,8 +212,8 @@ export class ApiValidationPipe extends ValidationPipe {
     }
     if (metadata.type === 'query' && isDto && (value === undefined || value === null)) value = {};
     if (metadata.type === 'body' || metadata.type === 'query') {
-      const paths = nulCharacterPaths(value);
-      if (paths.length > 0) throw ApiError.validation(Object.fromEntries(paths.map((path) => [path, [NUL_PROBLEM]])));
+      const fields = unstorableTextPaths(value);
+      if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
     }
     if (metadata.type === 'query') return this.queryPipe.transform(value, metadata);
     return super.transform(value, metadata);

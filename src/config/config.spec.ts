@@ -58,6 +58,12 @@ describe('a bad setting is a ConfigError naming it', () => {
     [{ METRICS_PORT: 'abc' }, /METRICS_PORT/],
     [{ METRICS_PORT: '70000' }, /METRICS_PORT/],
     [{ PORT: '3000', METRICS_PORT: '3000' }, /^METRICS_PORT must differ from PORT/],
+    [{ HTTP_REQUEST_TIMEOUT_MS: '0' }, /^HTTP_REQUEST_TIMEOUT_MS must be between 1000 and 3600000, got 0$/],
+    [{ HTTP_HEADERS_TIMEOUT_MS: '15s' }, /^HTTP_HEADERS_TIMEOUT_MS must be an integer/],
+    [{ HTTP_REQUEST_TIMEOUT_MS: '5000' }, /^HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS \(5000\), got 15000$/],
+    [{ HTTP_MAX_CONNECTIONS: '0' }, /^HTTP_MAX_CONNECTIONS must be between 1 and/],
+    [{ SHUTDOWN_DRAIN_DELAY_MS: '-1' }, /^SHUTDOWN_DRAIN_DELAY_MS must be an integer/],
+    [{ SHUTDOWN_TIMEOUT_MS: '99' }, /^SHUTDOWN_TIMEOUT_MS must be between 100 and/],
   ])('%j', (env, pattern) => {
     expect(() => loadConfig({ PGLITE_DIR: 'memory', ...env })).toThrow(ConfigError);
     expect(() => loadConfig({ PGLITE_DIR: 'memory', ...env })).toThrow(pattern);

@@ -34,6 +34,16 @@ export interface AppConfig {
   dbPoolMax: number;
   /** how long a validated API key may be served from memory */
   apiKeyCacheTtlMs: number;
+  /** time a client has to send a whole request (headers and body); Node answers 408 and closes after it */
+  httpRequestTimeoutMs: number;
+  /** time a client has to send the request headers */
+  httpHeadersTimeoutMs: number;
+  /** open connections beyond this are closed as soon as they are accepted */
+  httpMaxConnections: number;
+  /** after SIGTERM/SIGINT: how long /readyz answers 503 while everything else is still served */
+  shutdownDrainDelayMs: number;
+  /** after the drain delay: how long in-flight requests may take before they are cut */
+  shutdownTimeoutMs: number;
   /** scheduled jobs run in the server, never in one-shot CLI commands */
   jobsEnabled: boolean;
   /** true when the embedded database had no configured secrets and they were generated */
@@ -51,6 +61,9 @@ export interface RateLimitBudget {
 }
 
 export class ConfigError extends Error {}
+
+/** The HTTP limits' defaults, for an app built without a loaded config (tests, bench). */
+export const DEFAULT_HTTP_LIMITS = { httpRequestTimeoutMs: 30_000, httpHeadersTimeoutMs: 15_000, httpMaxConnections: 1000 } as const;
 
 type Env = Record<string, string | undefined>;
 
@@ -203,6 +216,11 @@ export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig>
     dbStatementTimeoutMs: intSetting(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     dbPoolMax: intSetting(env, 'DB_POOL_MAX', 10, 1, 1000),
     apiKeyCacheTtlMs: intSetting(env, 'API_KEY_CACHE_TTL_MS', 5000, 0, 5000),
+    httpRequestTimeoutMs: intSetting(env, 'HTTP_REQUEST_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.httpRequestTimeoutMs, 1000, 3_600_000),
+    httpHeadersTimeoutMs: intSetting(env, 'HTTP_HEADERS_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.httpHeadersTimeoutMs, 1000, 3_600_000),
+    httpMaxConnections: intSetting(env, 'HTTP_MAX_CONNECTIONS', DEFAULT_HTTP_LIMITS.httpMaxConnections, 1, 1_000_000),
+    shutdownDrainDelayMs: intSetting(env, 'SHUTDOWN_DRAIN_DELAY_MS', 5000, 0, 600_000),
+    shutdownTimeoutMs: intSetting(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     jobsEnabled: true,
     generatedSecrets,
     metricsPort: optionalPortSetting(env, 'METRICS_PORT'),
@@ -213,6 +231,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig>
   // 0 is "any free port" for both, so only two fixed ports can collide
   if (config.metricsPort !== null && config.metricsPort !== 0 && config.metricsPort === config.port) {
     throw new ConfigError(`METRICS_PORT must differ from PORT (${config.port}): API clients must not reach the metrics`);
+  }
+  if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
+    // Node refuses a headers timeout longer than the request timeout (the headers are part of the request)
+    throw new ConfigError(`HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS (${config.httpRequestTimeoutMs}), got ${config.httpHeadersTimeoutMs}`);
   }
   if (config.rateLimitPerHour < config.rateLimitPerMinute) {
     throw new ConfigError('RATE_LIMIT_PER_HOUR must be at least RATE_LIMIT_PER_MINUTE');

@@ -132,6 +132,11 @@ export class RedisRateLimitStorage implements RateLimitStorage {
     };
   }
 
+  /** Readiness (health/): rejects unless Redis answers now (no offline queue; bounded by the command timeout). */
+  async ping(): Promise<void> {
+    await this.redis.ping();
+  }
+
   private bypass(): void {
     if (this.probe !== null) return;
     this.probe = setInterval(() => void this.probeOnce(), REDIS_PROBE_EVERY_MS);

@@ -1,0 +1,38 @@
+import { Controller, Get } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import { Public } from '../auth/auth.decorators';
+import { ApiError, ErrorCode } from '../common/api-error';
+import { HealthService, type Readiness } from './health.service';
+
+/** The routes outside the /api/v1 prefix (bootstrap.ts excludes them from it). */
+export const PROBE_PATHS = ['healthz', 'readyz'] as const;
+
+/**
+ * Probes for an orchestrator, outside /api/v1 and outside the v1 OpenAPI
+ * document (docs/decisions.md): they pass the same pipeline as every route,
+ * public like the banner (no key, not rate limited).
+ */
+@ApiExcludeController()
+@Controller()
+export class HealthController {
+  constructor(private readonly health: HealthService) {}
+
+  /** Liveness: the process answers HTTP. Nothing else is checked, so a database outage never restarts it. */
+  @Get('healthz')
+  @Public()
+  liveness(): { status: 'ok' } {
+    return { status: 'ok' };
+  }
+
+  /** Readiness: 200 with every check, or 503 `service_unavailable` naming the failing ones. */
+  @Get('readyz')
+  @Public()
+  async readiness(): Promise<{ status: 'ready'; checks: Readiness['checks'] }> {
+    const { ready, checks } = await this.health.readiness();
+    if (ready) return { status: 'ready', checks };
+    const failing = Object.entries(checks)
+      .filter(([, result]) => result !== 'ok' && result !== 'not_configured')
+      .map(([name]) => name);
+    throw new ApiError(ErrorCode.ServiceUnavailable, `Not ready: ${failing.join(', ')}.`, { failing, checks });
+  }
+}

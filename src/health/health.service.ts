@@ -1,0 +1,88 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseConnection, migrationsFolder } from '../database/connection';
+import { RATE_LIMIT_STORAGE, type RateLimitStorage } from '../rate-limit/rate-limit.storage';
+import { RedisRateLimitStorage } from '../rate-limit/redis-rate-limit.storage';
+
+/** How long a readiness check may wait for the database or Redis before it counts as failed. */
+export const READINESS_CHECK_TIMEOUT_MS = 1000;
+
+export type CheckResult = 'ok' | 'not_configured' | string;
+
+export interface Readiness {
+  ready: boolean;
+  checks: { draining: CheckResult; database: CheckResult; migrations: CheckResult; redis: CheckResult };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function failure(error: unknown): string {
+  return `failed: ${(error as Error).message ?? String(error)}`;
+}
+
+/**
+ * What an orchestrator asks before routing traffic here. The instance is
+ * ready when it is not draining (server.ts flips that on SIGTERM), the
+ * database answers within a second, every migration this build knows is
+ * applied, and Redis answers when it is configured.
+ */
+@Injectable()
+export class HealthService {
+  private draining = false;
+  private readonly knownMigrations: number;
+
+  constructor(
+    private readonly connection: DatabaseConnection,
+    @Inject(RATE_LIMIT_STORAGE) private readonly rateLimitStorage: RateLimitStorage,
+  ) {
+    const journal = JSON.parse(readFileSync(join(migrationsFolder(), 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] };
+    this.knownMigrations = journal.entries.length;
+  }
+
+  /** From now on the instance reports itself not ready (it keeps serving). */
+  startDraining(): void {
+    this.draining = true;
+  }
+
+  async readiness(): Promise<Readiness> {
+    const [database, migrations, redis] = await Promise.all([this.checkDatabase(), this.checkMigrations(), this.checkRedis()]);
+    const checks = { draining: this.draining ? 'failed: shutting down' : 'ok', database, migrations, redis };
+    return { ready: Object.values(checks).every((result) => result === 'ok' || result === 'not_configured'), checks };
+  }
+
+  private async checkDatabase(): Promise<CheckResult> {
+    try {
+      await withTimeout(this.connection.ping(), READINESS_CHECK_TIMEOUT_MS);
+      return 'ok';
+    } catch (error) {
+      return failure(error);
+    }
+  }
+
+  private async checkMigrations(): Promise<CheckResult> {
+    try {
+      const applied = await withTimeout(this.connection.appliedMigrations(), READINESS_CHECK_TIMEOUT_MS);
+      // more than known: a newer build migrated the shared database, which stays compatible (migrations only add)
+      return applied >= this.knownMigrations ? 'ok' : `failed: ${applied} of ${this.knownMigrations} migrations applied`;
+    } catch (error) {
+      return failure(error);
+    }
+  }
+
+  private async checkRedis(): Promise<CheckResult> {
+    if (!(this.rateLimitStorage instanceof RedisRateLimitStorage)) return 'not_configured';
+    try {
+      await withTimeout(this.rateLimitStorage.ping(), READINESS_CHECK_TIMEOUT_MS);
+      return 'ok';
+    } catch (error) {
+      return failure(error);
+    }
+  }
+}

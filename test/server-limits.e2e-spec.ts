@@ -1,0 +1,132 @@
+import { connect, type Socket } from 'node:net';
+import { ensureBuilt, startServer, waitForOutput, type RunningServer } from './support/processes';
+
+/**
+ * issue 14 §5: clients cannot hold the server. The built server as deployed,
+ * with short limits so that the test is quick; the defaults are in
+ * src/config/config.ts (30 s request, 15 s headers, 1000 connections).
+ */
+jest.setTimeout(120_000);
+beforeAll(() => ensureBuilt());
+
+interface RawExchange {
+  /** everything the server sent before the connection ended */
+  text: string;
+  /** ms from the first byte written to the connection's end */
+  ms: number;
+}
+
+/** Writes `head` and `body` on a new connection, then waits (sending nothing more) until the server ends it. */
+function exchange(origin: URL, head: string, body = ''): { socket: Socket; done: Promise<RawExchange> } {
+  const socket = connect(Number(origin.port), origin.hostname);
+  const started = Date.now();
+  const done = new Promise<RawExchange>((resolve) => {
+    let text = '';
+    socket.on('data', (chunk) => (text += chunk));
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve({ text, ms: Date.now() - started }));
+  });
+  socket.write(head + body);
+  return { socket, done };
+}
+
+const post = (length: number, requestId: string) =>
+  `POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nX-Request-ID: ${requestId}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+
+describe('slow and oversized clients', () => {
+  let server: RunningServer;
+  let origin: URL;
+  beforeAll(async () => {
+    server = await startServer({ PGLITE_DIR: 'memory', HTTP_REQUEST_TIMEOUT_MS: '2000', HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_MAX_CONNECTIONS: '4', SHUTDOWN_DRAIN_DELAY_MS: '0' });
+    origin = new URL(server.address);
+  });
+  afterAll(async () => {
+    if (server.child.exitCode === null) await server.stop('SIGKILL');
+  });
+
+  test('a Content-Length over 1 MiB: 413 at once, before the body, and the connection is closed', async () => {
+    for (const [length, sent] of [
+      [200 * 1024 * 1024, 'x'.repeat(1000)],
+      [2 * 1024 * 1024, '{"a":1}'],
+    ] as const) {
+      const { text, ms } = await exchange(origin, post(length, `big-${length}`), sent).done;
+      expect(text).toMatch(/^HTTP\/1\.1 413 /);
+      expect(text).toMatch(/\r\nconnection: close\r\n/i);
+      expect(text).toContain('"code":"payload_too_large"');
+      expect(ms).toBeLessThan(1000);
+    }
+  });
+
+  test('a body that stalls is cut at the request timeout: 408 request_timeout in the envelope, logged with its request id', async () => {
+    const { text, ms } = await exchange(origin, post(100 * 1024, 'stalled-body'), '{"handle":').done;
+    expect(text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(text).toMatch(/\r\nX-Request-ID: stalled-body\r\n/i);
+    expect(text).toContain('"code":"request_timeout"');
+    // HTTP_REQUEST_TIMEOUT_MS=2000, checked every second
+    expect(ms).toBeGreaterThanOrEqual(1900);
+    expect(ms).toBeLessThan(4500);
+    await waitForOutput(server, /"request_id":"stalled-body","method":"POST","path":"\/api\/v1\/agents","status":408/);
+  });
+
+  test('headers that never end are cut at the headers timeout', async () => {
+    const { text, ms } = await exchange(origin, 'GET /api/v1/ HTTP/1.1\r\nHost: x\r\n').done;
+    expect(text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(ms).toBeGreaterThanOrEqual(900);
+    expect(ms).toBeLessThan(3500);
+  });
+
+  test('open connections are capped: the next one is closed unanswered, and accepted again once one closes', async () => {
+    const held = [0, 1, 2, 3].map(() => connect(Number(origin.port), origin.hostname));
+    await Promise.all(held.map((socket) => new Promise((resolve) => socket.once('connect', resolve))));
+    // let the server accept all four before the fifth arrives
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    try {
+      const refused = await exchange(origin, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n').done;
+      expect(refused.text).toBe('');
+      await waitForOutput(server, /"max_connections":4,"msg":"connection refused: HTTP_MAX_CONNECTIONS/);
+    } finally {
+      for (const socket of held) socket.destroy();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await fetch(`${origin.origin}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('shutdown deadline', () => {
+  test('a client still sending at the deadline is cut and named in the log; nothing was lost: exit 0, within the deadline', async () => {
+    const server = await startServer({ PGLITE_DIR: 'memory', SHUTDOWN_DRAIN_DELAY_MS: '300', SHUTDOWN_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '60000', HTTP_HEADERS_TIMEOUT_MS: '60000' });
+    const origin = new URL(server.address);
+    const slow = exchange(origin, post(100, 'slow-at-deadline'), '{"handle":');
+    // keep it alive: a byte every 200 ms, so no request timeout would ever end it
+    const trickle = setInterval(() => slow.socket.write(' '), 200);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const signalled = Date.now();
+      server.child.kill('SIGTERM');
+      const exit = await server.exited;
+      const took = Date.now() - signalled;
+      expect(exit.code).toBe(0);
+      // drain 300 ms + deadline 1000 ms, plus closing the database
+      expect(took).toBeLessThan(1300 + 2500);
+      expect(took).toBeGreaterThanOrEqual(1300);
+      const cut = exit.stdout.split('\n').find((line) => line.includes('"msg":"shutdown deadline: request cut"'));
+      expect(JSON.parse(cut!)).toMatchObject({ level: 'warn', request_id: 'slow-at-deadline', method: 'POST', path: '/api/v1/agents', phase: 'receiving' });
+      expect(exit.stdout).toContain('"cut":1,"msg":"stopped: requests cut at the deadline, database closed"');
+      expect((await slow.done).text).toBe('');
+    } finally {
+      clearInterval(trickle);
+    }
+  });
+
+  test('a second signal skips the rest of the drain delay', async () => {
+    const server = await startServer({ PGLITE_DIR: 'memory', SHUTDOWN_DRAIN_DELAY_MS: '60000' });
+    const signalled = Date.now();
+    server.child.kill('SIGINT');
+    await waitForOutput(server, /"msg":"shutting down: not ready any more/);
+    server.child.kill('SIGINT');
+    const exit = await server.exited;
+    expect(exit.code).toBe(0);
+    expect(Date.now() - signalled).toBeLessThan(10_000);
+    expect(exit.stdout).toContain('second signal: closing now');
+  });
+});
