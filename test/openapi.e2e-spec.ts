@@ -110,8 +110,8 @@ describe('the document lists exactly the shipped endpoints', () => {
         expect({ key, security: operation.security }).toEqual({ key, security: [] });
         expect(operation['x-required-scope']).toBeUndefined();
         // spec: the meta endpoints have no errors (no key, no rate limit); only a request body
-        // sent with them, read before routing, can be refused (too large, or not JSON)
-        expect({ key, clientErrors: Object.keys(operation.responses).filter((status) => status.startsWith('4')).sort() }).toEqual({ key, clientErrors: ['413', '422'] });
+        // sent with them, read before routing, can be refused (too slow, too large, or not JSON)
+        expect({ key, clientErrors: Object.keys(operation.responses).filter((status) => status.startsWith('4')).sort() }).toEqual({ key, clientErrors: ['408', '413', '422'] });
         continue;
       }
       const scope = operation['x-required-scope'];
@@ -209,8 +209,10 @@ describe('what generated clients see (issue 11)', () => {
     }
   });
 
-  test('every operation documents 413 payload_too_large (any request body is read first)', () => {
-    for (const { key, operation } of operations()) expect({ key, has413: '413' in operation.responses }).toEqual({ key, has413: true });
+  test('every operation documents 413 payload_too_large and 408 request_timeout (any request body is read first)', () => {
+    for (const { key, operation } of operations()) {
+      expect({ key, has413: '413' in operation.responses, has408: '408' in operation.responses }).toEqual({ key, has413: true, has408: true });
+    }
   });
 
   test('409 descriptions name their codes', () => {

@@ -138,8 +138,9 @@ const UPDATE_SCHEMA = /Update/; // AgentUpdateDto, UpdateCustomToolDto, …
  *   every create — and, on a PATCH, silently reset it. Create schemas keep
  *   their defaults in the description ("Default: …"); update schemas have
  *   none, because an omitted field is left unchanged.
- * - 413 `payload_too_large` on every operation, and 422 for a malformed
- *   body on those that take none: every request's body is read first.
+ * - 413 `payload_too_large` and 408 `request_timeout` on every operation,
+ *   and 422 for a malformed body on those that take none: every request's
+ *   body is read first, within HTTP_REQUEST_TIMEOUT_MS.
  */
 function documentRequestBodies(document: OpenAPIObject): void {
   const components = (document.components?.schemas ?? {}) as Record<string, Schema>;
@@ -153,6 +154,10 @@ function documentRequestBodies(document: OpenAPIObject): void {
     // the same way everywhere): every operation can answer these two, with or without a body of its own
     const responses = (operation.responses ??= {});
     const errorEnvelope = { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } };
+    responses['408'] ??= {
+      description: 'The request was not received within the server\'s request timeout (`request_timeout`, 30 s by default); the connection is closed.',
+      content: errorEnvelope,
+    };
     responses['413'] ??= { description: 'Request body over 1 MiB (`payload_too_large`), whatever the method.', content: errorEnvelope };
     responses['422'] ??= {
       description: 'Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON.',

@@ -375,7 +375,7 @@ export interface components {
              * @description Stable machine-readable code: branch on this.
              * @enum {string}
              */
-            code: "unauthorized" | "insufficient_scope" | "org_inactive" | "not_found" | "agent_not_found" | "agent_handle_taken" | "idempotency_key_reused" | "conflict" | "validation_failed" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "unauthorized" | "insufficient_scope" | "org_inactive" | "not_found" | "agent_not_found" | "agent_handle_taken" | "idempotency_key_reused" | "conflict" | "validation_failed" | "request_timeout" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
             /** @description Human-readable; may change between releases. */
             message: string;
             request_id: string | null;
@@ -1017,6 +1017,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
             413: {
                 headers: {
@@ -1066,6 +1075,15 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
@@ -1150,6 +1168,21 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -1298,6 +1331,21 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -1462,6 +1510,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
             413: {
                 headers: {
@@ -1609,6 +1672,21 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -1812,6 +1890,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
             413: {
                 headers: {
@@ -1968,6 +2061,21 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -2159,6 +2267,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description `agent_handle_taken`: the new handle is that of another live agent of the organization (compared case-insensitively). `idempotency_key_reused`: the Idempotency-Key was used with a different request. */
             409: {
                 headers: {
@@ -2334,6 +2457,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
             413: {
                 headers: {
@@ -2481,6 +2619,21 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -2684,6 +2837,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
             413: {
                 headers: {
@@ -2840,6 +3008,21 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -3031,6 +3214,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Conflict (`conflict`): the request collides with a stored resource. `idempotency_key_reused`: the Idempotency-Key was used with a different request. */
             409: {
                 headers: {
@@ -3206,6 +3404,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
             413: {
                 headers: {
@@ -3353,6 +3566,21 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -3556,6 +3784,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
             413: {
                 headers: {
@@ -3724,6 +3967,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
             413: {
                 headers: {
@@ -3864,6 +4122,21 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -4034,6 +4307,21 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -4229,6 +4517,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
             413: {
                 headers: {
@@ -4390,6 +4693,21 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -4576,6 +4894,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
             413: {
                 headers: {
@@ -4718,6 +5051,21 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -4900,6 +5248,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
             413: {
                 headers: {
@@ -5040,6 +5403,21 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -5222,6 +5600,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
             413: {
                 headers: {
@@ -5386,6 +5779,21 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            408: {
+                headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
