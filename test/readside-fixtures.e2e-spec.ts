@@ -1,5 +1,6 @@
 import { eq } from 'drizzle-orm';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUrlSafe } from '../libs/crypto/crypto';
 import { newId } from '../libs/ids/ids';
@@ -221,6 +222,29 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
         if (org.id === taken.orgId) continue;
         expect(await t.connection.db.select().from(schema.orgs).where(eq(schema.orgs.id, org.id))).toHaveLength(0);
       }
+    });
+  });
+  describe('text the database would change is refused, as the API refuses it', () => {
+    const conversation = (title: string) => ({ id: newId('conversation'), title, source: 'api', agent_id: null, messages: [] });
+
+    it.each([
+      ['U+0000', 'a\u0000b'],
+      ['an unpaired surrogate', 'a\ud800b'],
+    ])('%s in a field: FixtureError naming its path, nothing written', async (_name, title) => {
+      const { orgId, document } = orgDocument({ conversations: [conversation('fine'), conversation(title)] });
+      await expect(loader.load(document)).rejects.toMatchObject({ name: 'FixtureError', path: 'orgs[0].conversations[1].title' });
+      expect(await t.connection.db.select().from(schema.orgs).where(eq(schema.orgs.id, orgId))).toHaveLength(0);
+    });
+
+    it('invalid UTF-8 bytes in a fixture file: FixtureError naming the field, not U+FFFD stored', async () => {
+      const { orgId, document } = orgDocument({ conversations: [conversation('TITLE')] });
+      const file = join(mkdtempSync(join(tmpdir(), 'fixture-')), 'bad.json');
+      const bytes = Buffer.from(JSON.stringify(document));
+      const at = bytes.indexOf('TITLE');
+      bytes[at] = 0xff; // not UTF-8 in any position
+      writeFileSync(file, bytes);
+      await expect(loader.loadFile(file)).rejects.toMatchObject({ name: 'FixtureError', path: 'orgs[0].conversations[0].title' });
+      expect(await t.connection.db.select().from(schema.orgs).where(eq(schema.orgs.id, orgId))).toHaveLength(0);
     });
   });
 });

@@ -79,7 +79,7 @@ export function isJsonContentType(contentType: string | undefined): boolean {
 export function parseJsonBody(bytes: Buffer, contentType: string): unknown {
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType)?.[1].toLowerCase();
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') throw unsupportedEncoding();
-  const text = isUtf8(bytes) ? bytes.toString('utf8') : decodeKeepingInvalidBytes(bytes);
+  const text = decodeUtf8KeepingInvalidBytes(bytes);
   if (text.length === 0) return {};
   const first = /\S/.exec(text)?.[0];
   if (first === '{' || first === '[') {
@@ -115,6 +115,10 @@ function utf8SequenceLength(bytes: Buffer, i: number): number {
  * body still parses, and the validation pipe's text walk names the field
  * that holds it (422) rather than storing a replacement character.
  */
+export function decodeUtf8KeepingInvalidBytes(bytes: Buffer): string {
+  return isUtf8(bytes) ? bytes.toString('utf8') : decodeKeepingInvalidBytes(bytes);
+}
+
 function decodeKeepingInvalidBytes(bytes: Buffer): string {
   let text = '';
   let runStart = 0;
