@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, count, eq, isNull } from 'drizzle-orm';
+import { and, count, eq, getTableColumns, isNull, sql } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
@@ -9,6 +9,10 @@ import type { AgentRow } from './agents.mapper';
 
 export type NewAgentRow = typeof agents.$inferInsert;
 export type AgentChanges = Partial<Omit<NewAgentRow, 'id' | 'orgId' | 'createdAt' | 'deletedAt'>>;
+
+const AGENT_COLUMNS = getTableColumns(agents);
+/** PATCH sends any subset of ~12 plain fields; clients use a handful of shapes, and past this bound a shape is built per request. */
+const MAX_PREPARED_UPDATES = 64;
 
 /** Agents of one organization; soft-deleted agents are invisible to every method but the fixture upsert. */
 @Injectable()
@@ -68,13 +72,55 @@ export class AgentsRepository {
     return created;
   }
 
-  async update(tx: DbOrTx, orgId: string, id: string, changes: AgentChanges): Promise<AgentRow> {
-    const [updated] = await tx
+  /**
+   * The live agent's new state, or undefined when it is gone. Without `tx`,
+   * one prepared statement per set of changed columns (building the UPDATE
+   * cost about 0.5 ms per request); with it, built as usual on `tx`.
+   */
+  async update(orgId: string, id: string, changes: AgentChanges, tx?: DbOrTx): Promise<AgentRow> {
+    const columns = (Object.keys(changes) as Array<keyof AgentChanges>).filter((column) => changes[column] !== undefined);
+    const prepared = tx === undefined || tx === this.db ? this.preparedUpdate(columns, changes) : undefined;
+    if (prepared) {
+      // drizzle maps each placeholder's value through its column (dates, jsonb) as it fills it
+      const values: Record<string, unknown> = { orgId, id };
+      for (const column of columns) if (changes[column] !== null) values[column] = changes[column];
+      const [updated] = await prepared.execute(values);
+      return updated;
+    }
+    const [updated] = await (tx ?? this.db)
       .update(agents)
       .set(changes)
       .where(and(eq(agents.orgId, orgId), eq(agents.id, id), isNull(agents.deletedAt)))
       .returning();
     return updated;
+  }
+
+  private readonly updates = new Map<string, ReturnType<AgentsRepository['prepareUpdate']>>();
+
+  /**
+   * The prepared UPDATE for this set of columns, each set to a value or to
+   * null (a null is written into the statement: drizzle would map it through
+   * the column, and a timestamp's mapping fails on null); none past
+   * {@link MAX_PREPARED_UPDATES} shapes.
+   */
+  private preparedUpdate(columns: Array<keyof AgentChanges>, changes: AgentChanges) {
+    const nulls = columns.map((column) => changes[column] === null);
+    const shape = columns.map((column, i) => (nulls[i] ? `${column}=null` : column)).join(',');
+    let prepared = this.updates.get(shape);
+    if (!prepared && this.updates.size < MAX_PREPARED_UPDATES && columns.every((column) => column in AGENT_COLUMNS)) {
+      prepared = this.prepareUpdate(columns, nulls, `agents_update_${this.updates.size}`);
+      this.updates.set(shape, prepared);
+    }
+    return prepared;
+  }
+
+  private prepareUpdate(columns: Array<keyof AgentChanges>, nulls: boolean[], name: string) {
+    return this.db
+      .update(agents)
+      .set(Object.fromEntries(columns.map((column, i) => [column, nulls[i] ? sql`null` : sql.placeholder(column)])) as AgentChanges)
+      .where(and(eq(agents.orgId, sql.placeholder('orgId')), eq(agents.id, sql.placeholder('id')), isNull(agents.deletedAt)))
+      .returning()
+      .prepare(name);
   }
 
   async softDelete(tx: DbOrTx, orgId: string, id: string, now: Date): Promise<void> {

@@ -197,7 +197,7 @@ export class AgentsService {
       // it wait, and it then re-checks `deleted_at IS NULL` (404 if trashed).
       const changes = this.changesOf(dto, refs);
       if (Object.keys(changes).length > 0) {
-        const updated = await this.withHandleConflict(() => this.repository.update(this.db, orgId, id, { ...changes, updatedAt: new Date() }));
+        const updated = await this.withHandleConflict(() => this.repository.update(orgId, id, { ...changes, updatedAt: new Date() }));
         if (!updated) throw agentNotFound();
         return mapAgent(updated);
       }
@@ -245,7 +245,7 @@ export class AgentsService {
         }
 
         if (Object.keys(changes).length === 0) return current;
-        const updated = await this.repository.update(tx, orgId, id, { ...changes, updatedAt: now });
+        const updated = await this.repository.update(orgId, id, { ...changes, updatedAt: now }, tx);
         if (deactivating) {
           const paused = await this.cascade.pauseForAgentDeactivation(tx, orgId, id, now);
           this.logger.info({ org_id: orgId, agent_id: id, triggers: paused.triggers.length, chatbots: paused.chatbots.length }, 'agent deactivated');
