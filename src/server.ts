@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
 import { APP_OPTIONS, configureApp, createHttpAdapter, initApp } from './bootstrap';
-import { createLogger, PinoNestLogger } from './common/logger';
+import { createLogger, flushLogger, PinoNestLogger } from './common/logger';
 import { API_PREFIX } from './meta/openapi-document';
 import type { AppConfig } from './config/config';
 import { StartupFixtures, type StartupFixtureResult } from './fixtures/startup-fixtures.service';
@@ -101,5 +101,6 @@ export async function runServer(config: AppConfig): Promise<void> {
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
   const address = `http://${shownHost}:${port}/${API_PREFIX}`;
   logger.info({ address, database: config.databaseUrl ? 'postgres' : `pglite:${config.pgliteDir}` }, `listening on ${address}`);
+  await flushLogger(logger);
   announceKeys(startup, address);
 }

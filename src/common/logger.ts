@@ -34,10 +34,22 @@ export function createLogger(config: Pick<AppConfig, 'logLevel'>, destination?: 
       },
       formatters: { level: (label) => ({ level: label }) },
     },
-    // synchronous stdout by default: lines keep their order with the plain
-    // start-up text of main.ts, and nothing is lost on process.exit
-    destination ?? pino.destination({ dest: 1, sync: true }),
+    // stdout written asynchronously: a request's log line costs no write
+    // syscall on the event loop, and lines queued behind a write in flight
+    // go out together. pino writes what is left synchronously on exit
+    // (process.exit, a fatal error, the end of a SIGTERM shutdown); plain
+    // text on stdout waits for {@link flushLogger} first, to keep the order.
+    destination ?? pino.destination({ dest: 1, sync: false }),
   );
+}
+
+/** Resolves once every line logged so far is written (before writing plain text to the same stream). */
+export function flushLogger(logger: AppLogger): Promise<void> {
+  // sonic-boom's flush(cb) does not wait for a write in flight; its 'drain' does
+  const stream = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as
+    | { _writing?: boolean; once?(event: 'drain', fn: () => void): void }
+    | undefined;
+  return new Promise((resolve) => (stream?._writing && stream.once ? stream.once('drain', resolve) : resolve()));
 }
 
 /** Routes Nest's own log calls (bootstrap, exceptions) into pino. */
