@@ -20,12 +20,15 @@ import { AGENTS, CONVERSATIONS, seed } from './seed';
  * interleaved, and reports the median of each figure; BENCH_PROFILE=dir runs
  * the service under `node --cpu-prof` into dir (bench/profile-summary.ts
  * reads it); BENCH_SERVERS=service,b,c,a picks which servers run and
- * BENCH_ONLY=<part of a path name> which paths.
+ * BENCH_ONLY=<part of a path name> which paths; BENCH_SERVICE=<main.js of
+ * another build> benches that build as the service (before/after).
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
 const SERVERS = new Set((process.env.BENCH_SERVERS ?? 'service,b,c,a').split(',').map((s) => s.trim()));
 const PROFILE_DIR = process.env.BENCH_PROFILE?.trim() || '';
+/** BENCH_SERVICE=<another build's dist/src/main.js>: measure that build as "the service" (before/after comparisons) */
+const SERVICE_SCRIPT = process.env.BENCH_SERVICE?.trim() || 'dist/src/main.js';
 /** BENCH_ONLY='PATCH' measures only the paths whose name contains it */
 const ONLY = process.env.BENCH_ONLY?.trim() || '';
 const RATE = 200;
@@ -226,7 +229,7 @@ async function main(): Promise<void> {
     const available: BenchPath[] = [];
     const bodies: Array<{ method: string; pattern: string; status: number; data: unknown }> = [];
     {
-      const probe = await start('service', 'dist/src/main.js', serviceEnv, logFile);
+      const probe = await start('service', SERVICE_SCRIPT, serviceEnv, logFile);
       for (const path of BENCH_PATHS.filter((p) => p.name.includes(ONLY))) {
         const res = await fetch(probe.base + path.path(ctx, 0), {
           method: path.method,
@@ -248,19 +251,22 @@ async function main(): Promise<void> {
     const rounds = new Map<string, Partial<Record<Target, Measure[]>>>(available.map((p) => [p.name, {}]));
     const loads: string[] = [];
     async function bench(target: Target, server: { base: string; child: ChildProcess }): Promise<void> {
+      const from = counter.n;
       for (const path of available) {
         console.log(`bench: ${target} ${path.name}`);
         const got = rounds.get(path.name)!;
         (got[target] ??= []).push(await measure(server, path, ctx, counter));
       }
       await stop(server.child);
+      // the requests the profiled service answered, for profile-summary's µs per request
+      if (PROFILE_DIR && target === 'service') writeFileSync(join(PROFILE_DIR, 'requests.txt'), String(counter.n - from + Number(existsSync(join(PROFILE_DIR, 'requests.txt')) ? readFileSync(join(PROFILE_DIR, 'requests.txt'), 'utf8') : 0)));
     }
     // servers one after the other (PGlite allows one process per directory),
     // rounds interleaved so that a noisy minute hits every server alike
     for (let round = 1; round <= ROUNDS; round++) {
       loads.push(loadavg().map((l) => l.toFixed(2)).join(' '));
       if (ROUNDS > 1) console.log(`bench: round ${round} of ${ROUNDS}, load average ${loads.at(-1)}`);
-      if (SERVERS.has('service')) await bench('service', await start('service', 'dist/src/main.js', serviceEnv, logFile, serviceArgs));
+      if (SERVERS.has('service')) await bench('service', await start('service', SERVICE_SCRIPT, serviceEnv, logFile, serviceArgs));
       if (SERVERS.has('b')) await bench('baseline (b) data', await start('baseline (b)', 'dist/bench/baseline-data.js', dbEnv, logFile));
       if (SERVERS.has('c')) await bench('baseline (c) nest', await start('baseline (c)', 'dist/bench/baseline-nest.js', dbEnv, logFile));
     }

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -6,7 +6,8 @@ import { join } from 'node:path';
  * files `BENCH_PROFILE=<dir> npm run bench` wrote and prints where the CPU
  * went, by package (self time of every function, attributed by its file):
  * node_modules packages by name, the app's own code, Node's internals, GC.
- * With the number of requests served, also µs per request.
+ * With the number of requests served, also µs per request. Samples before
+ * the first request (start-up) are left out.
  */
 interface Node {
   id: number;
@@ -25,6 +26,7 @@ function packageOf(node: Node): string {
   if (functionName === '(program)') return '(program: native, not attributed)';
   const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (m) return m[1];
+  if (url.startsWith('wasm://')) return '@electric-sql/pglite';
   if (/\/dist\/(src|libs)\//.test(url) || /\/(src|libs)\/.*\.ts$/.test(url)) return 'our code';
   if (url.startsWith('node:') || url === '') return functionName ? 'node (internals, streams, net, builtins)' : '(native)';
   return url;
@@ -32,13 +34,17 @@ function packageOf(node: Node): string {
 
 function main(): void {
   const dir = process.argv[2];
-  const requests = Number(process.argv[3] ?? NaN);
+  const counted = join(dir, 'requests.txt');
+  const requests = Number(process.argv[3] ?? (existsSync(counted) ? readFileSync(counted, 'utf8') : NaN));
   const totals = new Map<string, number>();
   let all = 0;
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
     const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    // from the first request on (Node's HTTP server's first sample): start-up is not the request path
+    const first = profile.samples.findIndex((id) => byId.get(id)!.callFrame.url === 'node:_http_server');
     profile.samples.forEach((id, i) => {
+      if (i < first) return;
       const pkg = packageOf(byId.get(id)!);
       const dt = profile.timeDeltas[i] ?? 0;
       totals.set(pkg, (totals.get(pkg) ?? 0) + dt);

@@ -101,6 +101,6 @@ export async function runServer(config: AppConfig): Promise<void> {
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
   const address = `http://${shownHost}:${port}/${API_PREFIX}`;
   logger.info({ address, database: config.databaseUrl ? 'postgres' : `pglite:${config.pgliteDir}` }, `listening on ${address}`);
-  await flushLogger(logger);
+  flushLogger(logger);
   announceKeys(startup, address);
 }
