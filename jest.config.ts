@@ -10,6 +10,8 @@ const config: Config = {
   transform: { '^.+\\.(t|j)s$': '<rootDir>/test/swc-transform.js' },
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs)/)'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
+  // fails the run when a status the suite saw is not documented on its operation
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30_000,
   maxWorkers: process.env.CI ? 2 : '50%',
 };

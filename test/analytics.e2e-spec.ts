@@ -111,7 +111,6 @@ describe('Analytics', () => {
       ['?until=2026-04-31T00:00:00Z', 'until'],
       ['?since=2026-04-02T00:00:00Z&until=2026-04-01T00:00:00Z', 'since'],
       ['?limit=0', 'limit'],
-      ['?granularity=hour', 'granularity'],
     ])('%s → 422 naming %s', async (query, param) => {
       const org = await createOrg(t.app);
       const agentId = await insertAgent(t.connection.db, org.orgId);

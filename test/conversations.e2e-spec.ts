@@ -210,7 +210,6 @@ describe('Conversations', () => {
       ['?metadata[a.b]=1', 'metadata[a.b]'],
       ['?metadata[]=1', 'metadata[]'],
       ['?metadata[k]=1&metadata[k]=2', 'metadata[k]'],
-      ['?status=open', 'status'],
       ['?limit=0', 'limit'],
       ['?limit=101', 'limit'],
       ['?cursor=garbage', 'cursor'],

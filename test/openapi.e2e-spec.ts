@@ -109,8 +109,9 @@ describe('the document lists exactly the shipped endpoints', () => {
       if (PUBLIC_OPERATIONS.includes(key)) {
         expect({ key, security: operation.security }).toEqual({ key, security: [] });
         expect(operation['x-required-scope']).toBeUndefined();
-        // spec: the meta endpoints have no errors (no key, no rate limit)
-        expect({ key, clientErrors: Object.keys(operation.responses).filter((status) => status.startsWith('4')) }).toEqual({ key, clientErrors: [] });
+        // spec: the meta endpoints have no errors (no key, no rate limit); only a request body
+        // sent with them, read before routing, can be refused (too large, or not JSON)
+        expect({ key, clientErrors: Object.keys(operation.responses).filter((status) => status.startsWith('4')).sort() }).toEqual({ key, clientErrors: ['413', '422'] });
         continue;
       }
       const scope = operation['x-required-scope'];
@@ -167,5 +168,64 @@ describe('Org and Member schemas follow the spec exactly', () => {
     for (const field of ['name', 'last_login_at', 'created_at']) expect(member.properties[field].type).toEqual(['string', 'null']);
     expect(member.properties.email.format).toBe('email');
     expect(member.properties.role.enum).toEqual(['owner', 'admin', 'member']);
+  });
+});
+
+describe('what generated clients see (issue 11)', () => {
+  /** Component schemas a request body uses, directly or nested. */
+  function requestSchemas(): Set<string> {
+    const found = new Set<string>();
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) return node.forEach(walk);
+      if (node === null || typeof node !== 'object') return;
+      for (const [key, value] of Object.entries(node)) {
+        if (key === '$ref' && typeof value === 'string') {
+          const name = value.split('/').pop()!;
+          if (!found.has(name)) {
+            found.add(name);
+            walk(document.components.schemas[name]);
+          }
+        } else if (key !== 'example' && key !== 'examples') walk(value);
+      }
+    };
+    for (const { operation } of operations()) walk(operation.requestBody);
+    return found;
+  }
+
+  test('no `default` keyword in any schema a request body uses; update schemas name no default at all', () => {
+    const schemas = requestSchemas();
+    expect([...schemas]).toEqual(expect.arrayContaining(['AgentCreateDto', 'AgentUpdateDto']));
+    for (const name of schemas) {
+      expect({ name, defaults: JSON.stringify(document.components.schemas[name]).includes('"default":') }).toEqual({ name, defaults: false });
+      if (/Update/.test(name)) {
+        const described = Object.entries(document.components.schemas[name].properties ?? {})
+          .filter(([, property]) => String((property as { description?: string }).description ?? '').includes('Default:'))
+          .map(([field]) => field);
+        expect({ name, described }).toEqual({ name, described: [] });
+      }
+    }
+    for (const { key, operation } of operations()) {
+      expect({ key, inline: JSON.stringify(operation.requestBody ?? {}).includes('"default":') }).toEqual({ key, inline: false });
+    }
+  });
+
+  test('every operation documents 413 payload_too_large (any request body is read first)', () => {
+    for (const { key, operation } of operations()) expect({ key, has413: '413' in operation.responses }).toEqual({ key, has413: true });
+  });
+
+  test('409 descriptions name their codes', () => {
+    const conflict = (path: string, method: string) => document.paths[path][method].responses['409'].description as string;
+    expect(conflict('/agents', 'post')).toMatch(/agent_handle_taken[\s\S]*idempotency_key_reused/);
+    expect(conflict('/agents/{id}', 'patch')).toMatch(/agent_handle_taken[\s\S]*idempotency_key_reused/);
+    expect(conflict('/sources', 'post')).toMatch(/upload[\s\S]*idempotency_key_reused/);
+    for (const { key, method, operation } of operations()) {
+      if (['post', 'patch'].includes(method) && operation.security?.length) expect({ key, named: /idempotency_key_reused/.test(operation.responses['409']?.description ?? '') }).toEqual({ key, named: true });
+    }
+  });
+
+  test('trigger_payload is any JSON value or null', () => {
+    const schema = document.components.schemas.ConversationDetailDto.properties.trigger_payload;
+    const types = (schema.oneOf as Array<{ type: string }>).map((s) => s.type).sort();
+    expect(types).toEqual(['array', 'boolean', 'null', 'number', 'object', 'string']);
   });
 });

@@ -8,6 +8,15 @@ import type { AuthContext } from '../common/request-context';
 import { AGENT_PATH_ID_PATTERN, AgentCreateDto, AgentDeletedDto, AgentDto, AgentUpdateDto } from './agents.dto';
 import { AgentsService } from './agents.service';
 
+const HANDLE_TAKEN = {
+  status: 409,
+  description: '`agent_handle_taken`: another live agent of the organization has this handle (compared case-insensitively).',
+};
+
+/** "Try it out" in /docs sends these as they are: they must be valid requests. */
+const CREATE_EXAMPLE = { handle: 'helpBot', name: 'Help bot', instructions: 'Answer politely and briefly.' };
+const UPDATE_EXAMPLE = { description: 'Answers questions about orders.' };
+
 const AgentIdParam = () =>
   ApiParam({
     name: 'id',
@@ -33,9 +42,9 @@ export class AgentsController {
   @HttpCode(201)
   @RequireScope('agents:write')
   @ApiOperation({ operationId: 'createAgent', summary: 'Create an agent' })
-  @ApiBody({ type: AgentCreateDto })
+  @ApiBody({ type: AgentCreateDto, examples: { minimal: { summary: 'Only the required fields', value: CREATE_EXAMPLE } } })
   @ApiEnvelope(AgentDto, { status: 201 })
-  @ApiErrors(409, 422)
+  @ApiErrors(HANDLE_TAKEN, 422)
   createAgent(@Auth() auth: AuthContext, @Body() body: AgentCreateDto): Promise<AgentDto> {
     return this.agents.createAgent(auth.orgId, body);
   }
@@ -57,9 +66,9 @@ export class AgentsController {
     operationId: 'updateAgent',
     summary: 'Update an agent; `is_active` runs the activation guard and the trigger/chatbot cascades',
   })
-  @ApiBody({ type: AgentUpdateDto })
+  @ApiBody({ type: AgentUpdateDto, examples: { oneField: { summary: 'One field; the others stay as they are', value: UPDATE_EXAMPLE } } })
   @ApiEnvelope(AgentDto)
-  @ApiErrors(404, 409, 422)
+  @ApiErrors(404, { status: 409, description: '`agent_handle_taken`: the new handle is that of another live agent of the organization (compared case-insensitively).' }, 422)
   updateAgent(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: AgentUpdateDto): Promise<AgentDto> {
     return this.agents.updateAgent(auth.orgId, id, body);
   }

@@ -5,7 +5,6 @@ import {
   IsArray,
   IsBoolean,
   IsIn,
-  IsISO8601,
   IsNotEmpty,
   IsObject,
   IsOptional,
@@ -16,11 +15,12 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { BOUNDS, idPattern, IsBoundedJson } from '../common/input-bounds';
+import { DATE_TIME_DESCRIPTION, HEX_COLOR_DESCRIPTION, HEX_COLOR_PATTERN, IsDateTime, OptionalNonNull } from '../common/validation';
 
 export const HANDLE_PATTERN = /^[a-zA-Z][a-zA-Z0-9]*$/;
 export const AGENT_PATH_ID_PATTERN = idPattern('agent', { allowBare: true });
 export const DEFAULT_AGENT_COLOR = '#6366f1';
-export const COLOR_PATTERN = /^#(?:[0-9a-fA-F]{6}|[0-9a-fA-F]{3})$/;
+export const COLOR_PATTERN = HEX_COLOR_PATTERN;
 export const DATA_SOURCE_SCOPES = ['all', 'selected'] as const;
 /** a ToolRef whose name starts with this occupies one of the plan's `custom_tool_slots` */
 export const CUSTOM_TOOL_PREFIX = 'custom_';
@@ -34,7 +34,7 @@ const CONNECTOR_ID = { pattern: idPattern('connector', { allowBare: true }), max
 const AGENT_ID = { pattern: idPattern('agent', { allowBare: true }), maxLength: BOUNDS.id };
 
 /** The key may be omitted, but an explicit `null` is rejected (the field is not nullable). */
-const OmittableNotNull = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
+const OmittableNotNull = OptionalNonNull;
 
 export class ToolRefDto {
   @ApiProperty({ description: 'Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix.', maxLength: MAX_NAME_LENGTH })
@@ -83,7 +83,7 @@ export class AgentDto {
   @ApiPropertyOptional({ type: 'string', nullable: true }) description?: string | null;
   @ApiPropertyOptional({ type: 'string', nullable: true, description: 'Model identifier.' }) model?: string | null;
   @ApiProperty() is_active!: boolean;
-  @ApiPropertyOptional({ type: 'string', nullable: true, description: 'Hex color such as `#rrggbb`.' }) color?: string | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true, description: HEX_COLOR_DESCRIPTION }) color?: string | null;
   @ApiPropertyOptional({ type: 'string', nullable: true }) avatar?: string | null;
   @ApiProperty({ type: 'integer', minimum: 0 }) tools_count!: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) sub_agents_count!: number;
@@ -120,10 +120,10 @@ abstract class AgentWritableFields {
   @MaxLength(MAX_NAME_LENGTH)
   model?: string | null;
 
-  @ApiPropertyOptional({ default: DEFAULT_AGENT_COLOR, pattern: COLOR_PATTERN.source })
+  @ApiPropertyOptional({ default: DEFAULT_AGENT_COLOR, pattern: COLOR_PATTERN.source, description: HEX_COLOR_DESCRIPTION })
   @OmittableNotNull()
   @IsString()
-  @Matches(COLOR_PATTERN, { message: 'color must be a hex color such as #rrggbb' })
+  @Matches(COLOR_PATTERN, { message: 'color must be a CSS hex color: #rgb, #rgba, #rrggbb or #rrggbbaa' })
   color?: string;
 
   @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.url })
@@ -255,10 +255,15 @@ export class AgentUpdateDto extends AgentWritableFields {
   @MaxLength(BOUNDS.deactivatedReason)
   deactivated_reason?: string | null;
 
-  @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true, maxLength: BOUNDS.dateTime })
+  @ApiPropertyOptional({
+    type: 'string',
+    format: 'date-time',
+    nullable: true,
+    maxLength: BOUNDS.dateTime,
+    description: `Set or cleared by the system on cascade events; may be set manually for diagnostics. ${DATE_TIME_DESCRIPTION}`,
+  })
   @IsOptional()
-  @MaxLength(BOUNDS.dateTime)
-  @IsISO8601({ strict: true }, { message: 'deactivated_at must be an ISO 8601 date-time' })
+  @IsDateTime()
   deactivated_at?: string | null;
 }
 

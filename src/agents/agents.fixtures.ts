@@ -6,7 +6,6 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
-  IsISO8601,
   IsNotEmpty,
   IsObject,
   IsOptional,
@@ -17,12 +16,14 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
-import { isId, newId } from '../../libs/ids/ids';
 import { BOUNDS, IsBoundedJson } from '../common/input-bounds';
 import type { Transaction } from '../database/database.types';
-import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
-import { COLOR_PATTERN, DATA_SOURCE_SCOPES, DEFAULT_AGENT_COLOR, HANDLE_PATTERN, MAX_HANDLE_LENGTH, MAX_NAME_LENGTH } from './agents.dto';
+import { declareIds, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
+import { COLOR_PATTERN, DATA_SOURCE_SCOPES, HANDLE_PATTERN, MAX_HANDLE_LENGTH, MAX_NAME_LENGTH } from './agents.dto';
 import { AgentsRepository, type NewAgentRow } from './agents.repository';
+import { buildAgentRow } from './agents.service';
+import { CASCADE_REASON } from './agent-cascade.repository';
+import { IsDateTime } from '../common/validation';
 
 export class ToolRefFixture {
   @IsString() @IsNotEmpty() @MaxLength(MAX_NAME_LENGTH) name!: string;
@@ -48,7 +49,7 @@ export class AgentFixture {
   @IsOptional() @IsString() @MaxLength(BOUNDS.agentDescription) description?: string | null;
   @IsOptional() @IsString() @MaxLength(BOUNDS.name) model?: string | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
-  @IsOptional() @Matches(COLOR_PATTERN, { message: 'must be a hex color such as #rrggbb' }) color?: string | null;
+  @IsOptional() @Matches(COLOR_PATTERN, { message: 'must be a CSS hex color: #rgb, #rgba, #rrggbb or #rrggbbaa' }) color?: string | null;
   @IsOptional() @IsString() @MaxLength(BOUNDS.url) avatar?: string | null;
   @IsOptional() @IsBoolean() include_system_prompt?: boolean;
   @IsOptional() @IsArray() @ArrayMaxSize(BOUNDS.agentTools) @ValidateNested({ each: true }) @Type(() => ToolRefFixture) tools?: ToolRefFixture[];
@@ -57,15 +58,57 @@ export class AgentFixture {
   @IsOptional() @IsArray() @ArrayMaxSize(BOUNDS.agentRefs) @ValidateNested({ each: true }) @Type(() => DataSourceRefFixture) data_sources?: DataSourceRefFixture[];
   @IsOptional() @IsObject() @IsBoundedJson() pending_trigger_hint?: Record<string, unknown> | null;
   @IsOptional() @IsString() @MaxLength(BOUNDS.deactivatedReason) deactivated_reason?: string | null;
-  @IsOptional() @IsISO8601() deactivated_at?: string | null;
+  @IsOptional() @IsDateTime() deactivated_at?: string | null;
   /** null: a live agent; a time: soft-deleted then (in the trash, purged 30 days later) */
-  @IsOptional() @IsISO8601() deleted_at?: string | null;
+  @IsOptional() @IsDateTime() deleted_at?: string | null;
   /** derived from `tools`: a disagreeing value is an error */
   @IsOptional() @IsInt() @Min(0) tools_count?: number;
   /** derived from `sub_agents`: a disagreeing value is an error */
   @IsOptional() @IsInt() @Min(0) sub_agents_count?: number;
-  @IsOptional() @IsISO8601() created_at?: string | null;
-  @IsOptional() @IsISO8601() updated_at?: string | null;
+  @IsOptional() @IsDateTime() created_at?: string | null;
+  @IsOptional() @IsDateTime() updated_at?: string | null;
+}
+
+/** Kinds under which the agents section declares its inactive and its soft-deleted agents (for the cascade state of triggers and chatbots). */
+const INACTIVE_AGENTS = 'agents:inactive';
+const DELETED_AGENTS = 'agents:deleted';
+
+/** `deactivated_reason` / `deactivated_at` of a trigger or chatbot in a fixture: the shapes the agent cascade writes. */
+export interface CascadeStateFixture {
+  agent_id?: string | null;
+  is_active?: boolean;
+  deactivated_reason?: string | null;
+  deactivated_at?: string | null;
+}
+
+/**
+ * The cascade state of a trigger or chatbot row, checked the way the agent
+ * cascade leaves it, so a fixture cannot hold a state the API never would:
+ * a reason only on a row that is off; `agent_deactivated` only under an
+ * inactive agent (reactivating it then restores the row), `agent_deleted`
+ * only under a soft-deleted one. Agents not in this fixture are taken as given.
+ */
+export function cascadeStateOf(item: CascadeStateFixture, path: string, ctx: FixtureContext): { deactivatedReason: string | null; deactivatedAt: Date | null } {
+  const reason = item.deactivated_reason ?? null;
+  if (reason !== null) {
+    if (item.is_active !== false) throw new FixtureError(`${path}.deactivated_reason`, 'is set only on a row with is_active false');
+    const agentId = item.agent_id ?? null;
+    const declared = agentId !== null && ctx.declared.get('agents')?.has(agentId);
+    if (reason === CASCADE_REASON.agentDeactivated || reason === CASCADE_REASON.agentDeleted) {
+      if (agentId === null) throw new FixtureError(`${path}.deactivated_reason`, `${reason} needs the row's agent_id`);
+      const deleted = ctx.declared.get(DELETED_AGENTS)?.has(agentId) ?? false;
+      const inactive = ctx.declared.get(INACTIVE_AGENTS)?.has(agentId) ?? false;
+      if (declared && reason === CASCADE_REASON.agentDeactivated && (deleted || !inactive)) {
+        throw new FixtureError(`${path}.deactivated_reason`, `${reason} needs agent ${agentId} to be inactive (is_active false) and not deleted`);
+      }
+      if (declared && reason === CASCADE_REASON.agentDeleted && !deleted) {
+        throw new FixtureError(`${path}.deactivated_reason`, `${reason} needs agent ${agentId} to be soft-deleted (deleted_at set)`);
+      }
+    }
+  } else if (item.deactivated_at !== undefined && item.deactivated_at !== null) {
+    throw new FixtureError(`${path}.deactivated_at`, 'is set only together with deactivated_reason');
+  }
+  return { deactivatedReason: reason, deactivatedAt: item.deactivated_at ? new Date(item.deactivated_at) : null };
 }
 
 function requireDeclared(ctx: FixtureContext, kind: string, id: string, path: string): void {
@@ -87,34 +130,16 @@ export class AgentsFixtureSection extends RegisteredFixtureSection<NewAgentRow[]
 
   parse(value: unknown, path: string, ctx: FixtureContext): NewAgentRow[] {
     const items = parseFixtureArray(AgentFixture, value, path);
-    const rows = items.map((item): NewAgentRow => {
-      const createdAt = fixtureDate(item.created_at) ?? undefined;
-      return {
-        id: item.id ?? newId('agent', createdAt),
-        orgId: ctx.orgId,
-        handle: item.handle,
-        name: item.name,
-        description: item.description ?? null,
-        model: item.model ?? null,
-        instructions: item.instructions ?? null,
-        instructionsHtml: item.instructions_html ?? null,
-        isActive: item.is_active ?? true,
-        color: item.color === undefined ? DEFAULT_AGENT_COLOR : item.color,
-        avatar: item.avatar ?? null,
-        includeSystemPrompt: item.include_system_prompt ?? true,
-        tools: (item.tools ?? []).map((tool) => ({ name: tool.name, connector_id: tool.connector_id ?? null })),
-        connectors: item.connectors ?? [],
-        subAgents: item.sub_agents ?? [],
-        dataSources: (item.data_sources ?? []).map((ref) => ({ source_id: ref.source_id, scope: ref.scope, ...(ref.documents ? { documents: ref.documents } : {}) })),
-        pendingTriggerHint: item.pending_trigger_hint ?? null,
-        deactivatedReason: item.deactivated_reason ?? null,
-        deactivatedAt: fixtureDate(item.deactivated_at),
-        deletedAt: fixtureDate(item.deleted_at),
-        ...(createdAt ? { createdAt } : {}),
-        ...(item.updated_at ? { updatedAt: new Date(item.updated_at) } : createdAt ? { updatedAt: createdAt } : {}),
-      };
+    // the API's own row builder: same defaults, id normalization and rules as POST /agents
+    const rows = items.map((item, index): NewAgentRow => {
+      const { row, problems } = buildAgentRow(ctx.orgId, item);
+      const [field, messages] = Object.entries(problems)[0] ?? [];
+      if (field !== undefined) throw new FixtureError(`${path}[${index}].${field}`, messages![0]);
+      return row;
     });
     declareIds(ctx, 'agents', rows.map((row) => row.id), path);
+    ctx.declared.set(INACTIVE_AGENTS, new Set(rows.filter((row) => row.isActive === false).map((row) => row.id!)));
+    ctx.declared.set(DELETED_AGENTS, new Set(rows.filter((row) => row.deletedAt).map((row) => row.id!)));
 
     const liveHandles = new Map<string, number>();
     rows.forEach((row, index) => {
@@ -135,11 +160,7 @@ export class AgentsFixtureSection extends RegisteredFixtureSection<NewAgentRow[]
       row.tools!.forEach((tool, i) => {
         if (tool.connector_id) requireDeclared(ctx, 'connectors', tool.connector_id, `${at}.tools[${i}].connector_id`);
       });
-      row.subAgents!.forEach((id, i) => {
-        if (id === row.id) throw new FixtureError(`${at}.sub_agents[${i}]`, 'an agent may not reference itself');
-        if (!isId('agent', id)) throw new FixtureError(`${at}.sub_agents[${i}]`, 'must be agent_<24 lowercase hex>');
-        requireDeclared(ctx, 'agents', id, `${at}.sub_agents[${i}]`);
-      });
+      row.subAgents!.forEach((id, i) => requireDeclared(ctx, 'agents', id, `${at}.sub_agents[${i}]`));
       row.dataSources!.forEach((ref, i) => requireDeclared(ctx, 'sources', ref.source_id, `${at}.data_sources[${i}].source_id`));
     });
     return rows;

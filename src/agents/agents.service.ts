@@ -20,12 +20,87 @@ import {
   type ToolRefDto,
 } from './agents.dto';
 import { mapAgent, mapAgentDeleted, type AgentRow } from './agents.mapper';
-import { AgentsRepository, type AgentChanges } from './agents.repository';
+import { AgentsRepository, type AgentChanges, type NewAgentRow } from './agents.repository';
 
 export const HANDLE_UNIQUE_CONSTRAINT = 'agents_org_handle_unique';
 /** what the agent's own `deactivated_reason` says after a client's PATCH `is_active: false` */
 export const MANUAL_DEACTIVATION_REASON = 'manual';
 export const AUTH_FAILED = 'auth_failed';
+
+/** The reference fields as a body (or a fixture) gives them. */
+type AgentReferenceFields = Pick<AgentCreateDto, 'tools' | 'connectors' | 'sub_agents' | 'data_sources'>;
+
+/**
+ * What an agent row is built from: the AgentCreate fields, plus the stored
+ * state that only the fixture loader may give (the API sets it itself).
+ */
+export interface AgentRowInput extends AgentReferenceFields {
+  handle: string;
+  name: string;
+  instructions?: string | null;
+  instructions_html?: string | null;
+  description?: string | null;
+  model?: string | null;
+  color?: string | null;
+  avatar?: string | null;
+  include_system_prompt?: boolean;
+  pending_trigger_hint?: Record<string, unknown> | null;
+  id?: string;
+  is_active?: boolean;
+  deactivated_reason?: string | null;
+  deactivated_at?: string | null;
+  deleted_at?: string | null;
+  created_at?: string | null;
+  updated_at?: string | null;
+}
+
+const toDate = (value: string | null | undefined): Date | null => (value === undefined || value === null ? null : new Date(value));
+
+/**
+ * The one place a new agent row is built, for POST /agents and for the
+ * fixture loader alike: the defaults of AgentCreate, the reference ids
+ * normalized and checked for format and duplicates, no self-reference, and
+ * instructions or instructions_html present. Problems are collected by
+ * field (the API answers them all in one 422; the loader names the first).
+ * Checks against other rows (references exist, plan caps, unique handle)
+ * stay with the caller, which knows where the other rows are.
+ */
+export function buildAgentRow(orgId: string, input: AgentRowInput): { row: NewAgentRow; refs: NormalizedRefs; problems: FieldErrors } {
+  const problems: FieldErrors = {};
+  const refs = normalizeReferences(input, problems);
+  const createdAt = toDate(input.created_at) ?? undefined;
+  const id = input.id ?? newId('agent', createdAt);
+  refs.subAgents?.forEach((subAgentId, index) => {
+    if (subAgentId === id) addError(problems, `sub_agents[${index}]`, 'an agent may not reference itself');
+  });
+  if ((input.instructions ?? null) === null && (input.instructions_html ?? null) === null) {
+    addError(problems, 'instructions', 'is required unless instructions_html is provided');
+  }
+  const row: NewAgentRow = {
+    id,
+    orgId,
+    handle: input.handle,
+    name: input.name,
+    description: input.description ?? null,
+    model: input.model ?? null,
+    instructions: input.instructions ?? null,
+    instructionsHtml: input.instructions_html ?? null,
+    isActive: input.is_active ?? true,
+    color: input.color === undefined ? DEFAULT_AGENT_COLOR : input.color,
+    avatar: input.avatar ?? null,
+    includeSystemPrompt: input.include_system_prompt ?? true,
+    tools: refs.tools ?? [],
+    connectors: refs.connectors ?? [],
+    subAgents: refs.subAgents ?? [],
+    dataSources: refs.dataSources ?? [],
+    pendingTriggerHint: input.pending_trigger_hint ?? null,
+    deactivatedReason: input.deactivated_reason ?? null,
+    deactivatedAt: toDate(input.deactivated_at),
+    deletedAt: toDate(input.deleted_at),
+    ...(createdAt ? { createdAt, updatedAt: toDate(input.updated_at) ?? createdAt } : input.updated_at ? { updatedAt: new Date(input.updated_at) } : {}),
+  };
+  return { row, refs, problems };
+}
 
 /** Reference fields of a request body, with ids normalized to their prefixed form. */
 interface NormalizedRefs {
@@ -55,7 +130,7 @@ function addError(fields: FieldErrors, field: string, problem: string): void {
  * id formats (bare 24-hex accepted for connectors and agents, as in paths) and
  * duplicates. Collects every problem, so one 422 names every bad field.
  */
-function normalizeReferences(dto: AgentCreateDto | AgentUpdateDto, fields: FieldErrors): NormalizedRefs {
+function normalizeReferences(dto: AgentReferenceFields, fields: FieldErrors): NormalizedRefs {
   const refs: NormalizedRefs = {};
   if (dto.tools !== undefined) {
     const seen = new Map<string, number>();
@@ -139,9 +214,24 @@ export class AgentsService {
   }
 
   async createAgent(orgId: string, dto: AgentCreateDto): Promise<AgentDto> {
-    const fields: FieldErrors = {};
-    const refs = normalizeReferences(dto, fields);
-    if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
+    // stored state (is_active, deactivation, timestamps) is never taken from a request body
+    const { row: newRow, refs, problems } = buildAgentRow(orgId, {
+      handle: dto.handle,
+      name: dto.name,
+      instructions: dto.instructions,
+      instructions_html: dto.instructions_html,
+      description: dto.description,
+      model: dto.model,
+      color: dto.color,
+      avatar: dto.avatar,
+      include_system_prompt: dto.include_system_prompt,
+      pending_trigger_hint: dto.pending_trigger_hint,
+      tools: dto.tools,
+      connectors: dto.connectors,
+      sub_agents: dto.sub_agents,
+      data_sources: dto.data_sources,
+    });
+    if (Object.keys(problems).length > 0) throw ApiError.validation(problems);
     const tools = refs.tools ?? [];
     const row = await this.withHandleConflict(() =>
       this.db.transaction(async (tx) => {
@@ -157,25 +247,7 @@ export class AgentsService {
         }
         this.checkCustomToolSlots(tools, 0, limits?.custom_tool_slots ?? null);
         await this.checkReferences(tx, orgId, refs, { currentSubAgents: [] });
-        return this.repository.insert(tx, orgId, {
-          id: newId('agent'),
-          orgId,
-          handle: dto.handle,
-          name: dto.name,
-          description: dto.description ?? null,
-          model: dto.model ?? null,
-          instructions: dto.instructions ?? null,
-          instructionsHtml: dto.instructions_html ?? null,
-          isActive: true,
-          color: dto.color ?? DEFAULT_AGENT_COLOR,
-          avatar: dto.avatar ?? null,
-          includeSystemPrompt: dto.include_system_prompt ?? true,
-          tools,
-          connectors: refs.connectors ?? [],
-          subAgents: refs.subAgents ?? [],
-          dataSources: refs.dataSources ?? [],
-          pendingTriggerHint: dto.pending_trigger_hint ?? null,
-        });
+        return this.repository.insert(tx, orgId, newRow);
       }),
     );
     return mapAgent(row);

@@ -1,18 +1,19 @@
 import { Injectable } from '@nestjs/common';
-import { IsArray, IsBoolean, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsArray, IsBoolean, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { ApiError, ErrorCode } from '../common/api-error';
 import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { newId } from '../../libs/ids/ids';
 import { ApiKeysService, generateToken, isWellFormedToken, type ApiKeyInput } from './api-keys.service';
 import { isScope } from './scopes';
+import { IsDateTime } from '../common/validation';
 
 export class ApiKeyFixture {
   @IsOptional() @Matches(/^key_[a-f0-9]{24}$/, { message: 'must be key_<24 lowercase hex>' }) id?: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) label?: string;
   @IsOptional() @IsString() token?: string;
   @IsArray() @IsString({ each: true }) scopes!: string[];
-  @IsOptional() @IsISO8601() expires_at?: string | null;
+  @IsOptional() @IsDateTime() expires_at?: string | null;
   @IsOptional() @IsBoolean() revoked?: boolean;
 }
 

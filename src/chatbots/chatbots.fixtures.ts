@@ -1,10 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { IsArray, IsBoolean, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsArray, IsBoolean, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { randomUrlSafe } from '../../libs/crypto/crypto';
 import { newId } from '../../libs/ids/ids';
+import { cascadeStateOf } from '../agents/agents.fixtures';
+import { BOUNDS } from '../common/input-bounds';
 import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { ChatbotsRepository, type NewChatbotRow } from './chatbots.repository';
+import { IsDateTime } from '../common/validation';
 
 export class ChatbotFixture {
   @IsOptional() @Matches(/^chatbot_[a-f0-9]{24}$/, { message: 'must be chatbot_<24 lowercase hex>' }) id?: string;
@@ -16,8 +19,11 @@ export class ChatbotFixture {
   @IsOptional() @IsArray() @IsString({ each: true }) allowed_domains?: string[];
   @IsOptional() @IsObject() theme?: Record<string, unknown> | null;
   @IsOptional() @IsString() @MaxLength(2000) welcome_message?: string | null;
-  @IsOptional() @IsISO8601() created_at?: string | null;
-  @IsOptional() @IsISO8601() updated_at?: string | null;
+  /** set by the agent cascade (see the agents section): `agent_deactivated` rows come back when their agent is reactivated */
+  @IsOptional() @IsString() @MaxLength(BOUNDS.deactivatedReason) deactivated_reason?: string | null;
+  @IsOptional() @IsDateTime() deactivated_at?: string | null;
+  @IsOptional() @IsDateTime() created_at?: string | null;
+  @IsOptional() @IsDateTime() updated_at?: string | null;
 }
 
 @Injectable()
@@ -52,6 +58,7 @@ export class ChatbotsFixtureSection extends RegisteredFixtureSection<NewChatbotR
         allowedDomains: item.allowed_domains ?? [],
         theme: item.theme ?? null,
         welcomeMessage: item.welcome_message ?? null,
+        ...cascadeStateOf(item, `${path}[${index}]`, ctx),
         createdAt,
         updatedAt: fixtureDate(item.updated_at) ?? createdAt,
       };

@@ -28,6 +28,6 @@ export class ChatbotsRepository {
 
   /** Upsert by id, scoped to the org; returns the ids written. */
   upsertMany(orgId: string, rows: NewChatbotRow[], tx: DbOrTx = this.db): Promise<string[]> {
-    return upsertOrgRows(tx, chatbots, orgId, rows, ['publicId', 'name', 'agentId', 'isActive', 'allowWriteTools', 'allowedDomains', 'theme', 'welcomeMessage', 'createdAt', 'updatedAt']);
+    return upsertOrgRows(tx, chatbots, orgId, rows, ['publicId', 'name', 'agentId', 'isActive', 'allowWriteTools', 'allowedDomains', 'theme', 'welcomeMessage', 'deactivatedReason', 'deactivatedAt', 'createdAt', 'updatedAt']);
   }
 }

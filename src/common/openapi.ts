@@ -73,7 +73,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: 'Missing, malformed, wrong, revoked or expired API key (`unauthorized`).',
   403: 'The key lacks the required scope (`insufficient_scope`), or the organization is inactive (`org_inactive`).',
   404: 'Not found.',
-  409: 'Conflict.',
+  409: 'Conflict (`conflict`): the request collides with a stored resource.',
   413: 'Request body over 1 MiB (`payload_too_large`).',
   422: 'Validation failed (`validation_failed`).',
   429: 'Rate limit exceeded (`rate_limited`).',
@@ -81,14 +81,20 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   503: 'Temporarily unavailable (`service_unavailable`); retry with backoff.',
 };
 
-/** Error responses in the error envelope, by status. */
-export function ApiErrors(...statuses: number[]) {
+/** A status with the description of this operation's own cases, naming their codes. */
+export interface ErrorCase {
+  status: number;
+  description: string;
+}
+
+/** Error responses in the error envelope, by status (or status and description). */
+export function ApiErrors(...entries: Array<number | ErrorCase>) {
   return applyDecorators(
     ApiExtraModels(ErrorEnvelope),
-    ...statuses.map((status) =>
+    ...entries.map((entry) => ({ status: typeof entry === 'number' ? entry : entry.status, description: typeof entry === 'number' ? undefined : entry.description })).map(({ status, description }) =>
       ApiResponse({
         status,
-        description: ERROR_DESCRIPTIONS[status] ?? 'Error',
+        description: description ?? ERROR_DESCRIPTIONS[status] ?? 'Error',
         headers:
           status === 429
             ? { ...REQUEST_ID_HEADER_DOC, ...RATE_LIMIT_HEADERS_DOC, 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait.' } }

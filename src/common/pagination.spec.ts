@@ -55,7 +55,8 @@ describe('limit: default 25, 1 to 100, anything else → 422 validation_failed',
     expect(request).toMatchObject({ limit: DEFAULT_PAGE_SIZE, fetch: DEFAULT_PAGE_SIZE + 1, afterId: null });
   });
 
-  test('unknown query parameters → 422', () => expect422(parseQuery({ limit: '5', page: '2' }), 'page'));
+  // docs/decisions.md "Unknown query parameters": ignored (stripped) on every endpoint
+  test('unknown query parameters are ignored', async () => expect(await parseQuery({ limit: '5', page: '2' })).toEqual({ limit: 5 }));
 });
 
 describe('meta.next_cursor is null whenever no further item exists', () => {

@@ -1,7 +1,7 @@
 import type { ArgumentMetadata } from '@nestjs/common';
 import { IsOptional, IsString } from 'class-validator';
 import { ApiError } from './api-error';
-import { ApiValidationPipe, MAX_BODY_DEPTH, nestingDepth, nulCharacterPaths } from './validation';
+import { ApiValidationPipe, HEX_COLOR_PATTERN, isRfc3339DateTime, MAX_BODY_DEPTH, nestingDepth, nulCharacterPaths } from './validation';
 
 class NoteCreate {
   @IsOptional()
@@ -54,5 +54,36 @@ describe('nulCharacterPaths', () => {
   it('a top-level string is "body"; clean values give nothing', () => {
     expect(nulCharacterPaths('\u0000')).toEqual(['body']);
     expect(nulCharacterPaths({ a: ['x', { b: 'y' }], c: true })).toEqual([]);
+  });
+});
+
+describe('isRfc3339DateTime: the one date-time rule of bodies and fixtures', () => {
+  it.each(['2026-01-01T00:00:00Z', '2026-01-01t00:00:00z', '2026-01-01T00:00:00.123456789Z', '2026-01-01T02:00:00+02:00', '2024-02-29T23:59:59-05:30'])('accepts %s', (value) => {
+    expect(isRfc3339DateTime(value)).toBe(true);
+  });
+
+  it.each([
+    '2026-01-01',
+    '2026-01-01T00:00:00',
+    '2026-01-01T00:00Z',
+    '2026-01-01 00:00:00Z',
+    '2026-02-30T00:00:00Z',
+    '2025-02-29T00:00:00Z',
+    '2026-13-01T00:00:00Z',
+    '2026-01-01T24:00:00Z',
+    '2026-12-31T23:59:60Z',
+    '2026-01-01T00:00:00+24:00',
+    `2026-01-01T00:00:00.${'1'.repeat(60)}Z`,
+    'yesterday',
+    20260101,
+  ])('refuses %p', (value) => {
+    expect(isRfc3339DateTime(value)).toBe(false);
+  });
+});
+
+describe('HEX_COLOR_PATTERN: every CSS hex color form', () => {
+  it('takes #rgb, #rgba, #rrggbb, #rrggbbaa and nothing else', () => {
+    expect(['#abc', '#ABCD', '#a1b2c3', '#a1b2c3d4'].every((color) => HEX_COLOR_PATTERN.test(color))).toBe(true);
+    expect(['abc', '#ab', '#abcde', '#abcdefg', '#a1b2c3d4e', '#ggg', 'red'].some((color) => HEX_COLOR_PATTERN.test(color))).toBe(false);
   });
 });

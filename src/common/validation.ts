@@ -1,6 +1,7 @@
 import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
-import { ValidateIf } from 'class-validator';
+import { ValidateBy, ValidateIf, type ValidationOptions, type ValidatorOptions } from 'class-validator';
 import { ApiError, type FieldErrors } from './api-error';
+import { BOUNDS } from './input-bounds';
 
 /**
  * A DTO field that may be left out but, when present, may not be null
@@ -8,13 +9,88 @@ import { ApiError, type FieldErrors } from './api-error';
  */
 export const OptionalNonNull = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
 
+/** Any CSS hex color: `#rgb`, `#rgba`, `#rrggbb` or `#rrggbbaa` (agents, fixtures and custom tool groups alike). */
+export const HEX_COLOR_PATTERN = /^#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$/;
+export const HEX_COLOR_DESCRIPTION = 'A CSS hex color: `#rgb`, `#rgba`, `#rrggbb` or `#rrggbbaa`.';
+
+/**
+ * RFC 3339 `date-time` (section 5.6): date, `T`, time with seconds, optional
+ * fraction, and a zone (`Z` or `±hh:mm`). The letters may be lower case
+ * (RFC 3339 note in 5.6); a leap second (`:60`) is refused because no stored
+ * timestamp can hold it.
+ */
+const RFC3339_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
+
+/** Whether `value` is a full RFC 3339 date-time that names a real instant (no 2026-02-30, no 24:00). */
+export function isRfc3339DateTime(value: unknown): value is string {
+  if (typeof value !== 'string' || value.length > BOUNDS.dateTime) return false;
+  const match = RFC3339_DATE_TIME.exec(value);
+  if (!match) return false;
+  const [, year, month, day, hour, minute, second, offsetHour, offsetMinute] = match.map((part) => (part === undefined ? 0 : Number(part))) as number[];
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59 || offsetHour > 23 || offsetMinute > 59) return false;
+  // the day must exist in that month (Date.UTC would roll 2026-02-30 over into March)
+  if (new Date(Date.UTC(year, month - 1, day)).getUTCDate() !== day) return false;
+  return !Number.isNaN(new Date(value.toUpperCase()).getTime());
+}
+
+export const DATE_TIME_DESCRIPTION = `An RFC 3339 date-time with a zone, e.g. \`2026-01-31T12:00:00Z\` (at most ${BOUNDS.dateTime} characters).`;
+
+/**
+ * The one validator of date-time values in request bodies and fixtures: a
+ * full RFC 3339 date-time. A date alone (`2026-01-01`) or a time without a
+ * zone is refused, because either would silently pick an instant.
+ */
+export const IsDateTime = (options?: ValidationOptions) =>
+  ValidateBy(
+    {
+      name: 'isDateTime',
+      validator: {
+        validate: (value: unknown) => isRfc3339DateTime(value),
+        defaultMessage: () => '$property must be an RFC 3339 date-time with a zone, such as 2026-01-31T12:00:00Z',
+      },
+    },
+    options,
+  );
+
+/** class-validator options of every request DTO (bodies and queries). */
+export const VALIDATOR_OPTIONS: ValidatorOptions = {
+  whitelist: true,
+  forbidNonWhitelisted: true,
+  forbidUnknownValues: true,
+  // the value is read by flattenValidationErrors (is the field missing?) and never rendered
+  validationError: { target: false, value: true },
+};
+
+/**
+ * Query strings: known parameters are validated like bodies, unknown ones
+ * are ignored (stripped before the handler sees them) on every endpoint —
+ * docs/decisions.md "Unknown query parameters".
+ */
+export const QUERY_VALIDATOR_OPTIONS: ValidatorOptions = { ...VALIDATOR_OPTIONS, forbidNonWhitelisted: false };
+
+/** Constraints that say what kind of value a field takes: when one fails, the field's other rules are noise. */
+const KIND_CONSTRAINTS = ['isDefined', 'isString', 'isInt', 'isNumber', 'isBoolean', 'isArray', 'isObject', 'isIn', 'isEnum', 'isDate', 'isDateTime'];
+
+/**
+ * One message per problem: a missing field or a value of the wrong kind is
+ * reported by its kind rule alone (not also by the length or range rules its
+ * value cannot meet), and rules that share a message are reported once
+ * (`limit=abc`: integer, minimum and maximum say the same thing).
+ */
+function problemsOf(constraints: Record<string, string>): string[] {
+  const kind = KIND_CONSTRAINTS.find((name) => name in constraints);
+  return kind ? [constraints[kind]] : [...new Set(Object.values(constraints))];
+}
+
 /** class-validator's error tree → `{ "tools[0].name": ["must be a string"] }`. */
 export function flattenValidationErrors(errors: ValidationError[], parent = ''): FieldErrors {
   const fields: FieldErrors = {};
   for (const error of errors) {
     const path = parent === '' ? error.property : /^\d+$/.test(error.property) ? `${parent}[${error.property}]` : `${parent}.${error.property}`;
     if (error.constraints) {
-      fields[path] = Object.values(error.constraints);
+      const problems = problemsOf(error.constraints);
+      // a missing field whose rules have no kind rule (only lengths, patterns…): say it is missing
+      fields[path] = error.value === undefined && !KIND_CONSTRAINTS.some((name) => name in error.constraints!) ? [`${error.property} is required`] : problems;
     }
     if (error.children?.length) Object.assign(fields, flattenValidationErrors(error.children, path));
   }
@@ -92,13 +168,17 @@ function precheckOf(metatype: unknown): BodyPrecheck['precheck'] | undefined {
  */
 @Injectable()
 export class ApiValidationPipe extends ValidationPipe {
+  /** the same pipe for query strings, except that unknown parameters are stripped instead of refused */
+  private readonly queryPipe = new ValidationPipe({
+    ...QUERY_VALIDATOR_OPTIONS,
+    transform: true,
+    exceptionFactory: (errors) => ApiError.validation(flattenValidationErrors(errors)),
+  });
+
   constructor() {
     super({
-      whitelist: true,
-      forbidNonWhitelisted: true,
+      ...VALIDATOR_OPTIONS,
       transform: true,
-      forbidUnknownValues: true,
-      validationError: { target: false, value: false },
       exceptionFactory: (errors) => ApiError.validation(flattenValidationErrors(errors)),
     });
   }
@@ -144,6 +224,7 @@ export class ApiValidationPipe extends ValidationPipe {
       const paths = nulCharacterPaths(value);
       if (paths.length > 0) throw ApiError.validation(Object.fromEntries(paths.map((path) => [path, [NUL_PROBLEM]])));
     }
+    if (metadata.type === 'query') return this.queryPipe.transform(value, metadata);
     return super.transform(value, metadata);
   }
 }

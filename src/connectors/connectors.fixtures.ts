@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
-import { IsArray, IsBoolean, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { IsArray, IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
-import { OptionalNonNull } from '../common/validation';
+import { OptionalNonNull, IsDateTime } from '../common/validation';
 import type { Transaction } from '../database/database.types';
 import type { ConnectorToolRow } from '../database/schema';
 import { fixtureDate, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
@@ -27,8 +27,8 @@ export class ConnectorFixture {
   @IsOptional() @IsString() @MaxLength(1000) status_reason?: string | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
   @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => ConnectorToolFixture) tools?: ConnectorToolFixture[];
-  @IsOptional() @IsISO8601() created_at?: string | null;
-  @IsOptional() @IsISO8601() updated_at?: string | null;
+  @IsOptional() @IsDateTime() created_at?: string | null;
+  @IsOptional() @IsDateTime() updated_at?: string | null;
 }
 
 @Injectable()

@@ -68,6 +68,8 @@ export class ConversationsController {
     required: false,
     style: 'deepObject',
     explode: true,
+    // without it, /docs pre-fills `metadata[additionalProp1]=string`, a filter that matches nothing
+    examples: { none: { summary: 'No metadata filter', value: {} } },
     schema: {
       type: 'object',
       maxProperties: BOUNDS.metadataKeys,

@@ -137,9 +137,11 @@ export class ConversationSummaryDto {
 
 export class ConversationDetailDto extends ConversationSummaryDto {
   @ApiProperty({ type: [MessageDto] }) messages!: MessageDto[];
+  // any JSON value or null (spec: "any, nullable"): no `type`, so an object, array, string, number, boolean or null all fit
   @ApiPropertyOptional({
-    nullable: true,
-    description: 'Raw webhook payload of an autonomous run; present only with `include_trigger_payload=true` or `1`.',
+    type: undefined,
+    oneOf: [{ type: 'object', additionalProperties: true }, { type: 'array', items: {} }, { type: 'string' }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }],
+    description: 'Raw webhook payload of an autonomous run, any JSON value or null; present only with `include_trigger_payload=true` or `1`.',
   })
   trigger_payload?: unknown;
 }

@@ -4,7 +4,7 @@ import { validateSync } from 'class-validator';
 import { parseId } from '../../libs/ids/ids';
 import { ApiError, type FieldErrors } from '../common/api-error';
 import { BOUNDS } from '../common/input-bounds';
-import { flattenValidationErrors } from '../common/validation';
+import { flattenValidationErrors, QUERY_VALIDATOR_OPTIONS } from '../common/validation';
 import { ConversationListQuery, type ConversationSource } from './conversations.dto';
 
 /**
@@ -41,7 +41,8 @@ const MAX_METADATA_KEYS = BOUNDS.metadataKeys;
 /**
  * The one place the conversation list query is validated. The app's query
  * parser (`parseQueryString`) hands `metadata[ticketId]=x` over as a flat key, so the named
- * params go through class-validator (unknown params → 422) and the bracket keys
+ * params go through class-validator with the options of every query (unknown
+ * params are ignored, docs/decisions.md) and the bracket keys
  * are checked here: no `$` prefix, no dot, no empty key, one string value.
  */
 @Injectable()
@@ -80,7 +81,7 @@ export class ConversationListQueryPipe implements PipeTransform<unknown, Convers
     if (Object.keys(metadata).length > MAX_METADATA_KEYS) fields.metadata = [`at most ${MAX_METADATA_KEYS} metadata keys`];
 
     const dto = plainToInstance(ConversationListQuery, named);
-    const errors = validateSync(dto, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true });
+    const errors = validateSync(dto, QUERY_VALIDATOR_OPTIONS);
     Object.assign(fields, flattenValidationErrors(errors));
     const agentId = dto.agent_id === undefined ? undefined : parseId('agent', dto.agent_id, { allowBare: true });
     if (agentId === null) fields.agent_id = ['must be agent_<24 hex> or a bare 24-hex id'];

@@ -5,7 +5,6 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
-  IsISO8601,
   IsObject,
   IsOptional,
   IsString,
@@ -20,6 +19,7 @@ import type { ToolCallRow } from '../database/schema';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CONVERSATION_SOURCES, MESSAGE_ROLES } from './conversations.dto';
 import { ConversationsRepository, type NewConversationRow, type NewMessageRow } from './conversations.repository';
+import { IsDateTime } from '../common/validation';
 
 export class ToolCallFixture {
   @IsString() @MaxLength(200) id!: string;
@@ -37,7 +37,7 @@ export class MessageFixture {
   @IsOptional() @IsString() tool_name?: string | null;
   @IsOptional() @IsString() connector_type?: string | null;
   @IsOptional() @IsString() model?: string | null;
-  @IsOptional() @IsISO8601() created_at?: string | null;
+  @IsOptional() @IsDateTime() created_at?: string | null;
 }
 
 export class ConversationFixture {
@@ -54,9 +54,9 @@ export class ConversationFixture {
   @IsOptional() @IsInt() @Min(0) credits_used?: number;
   @IsOptional() @IsObject() metadata?: Record<string, unknown> | null;
   @IsOptional() @IsInt() @Min(0) message_count?: number | null;
-  @IsOptional() @IsISO8601() last_message_at?: string | null;
-  @IsOptional() @IsISO8601() created_at?: string | null;
-  @IsOptional() @IsISO8601() updated_at?: string | null;
+  @IsOptional() @IsDateTime() last_message_at?: string | null;
+  @IsOptional() @IsDateTime() created_at?: string | null;
+  @IsOptional() @IsDateTime() updated_at?: string | null;
   @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => MessageFixture) messages?: MessageFixture[];
   /** the raw webhook payload: a JSON object (the API documents it as object or null) */
   @IsOptional() @IsObject() trigger_payload?: Record<string, unknown> | null;

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiHeader, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiHeader, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { Page } from '../common/envelope';
@@ -39,6 +39,16 @@ export class CustomToolsController {
     description: '`name` is generated from `label`. Credentials are encrypted at rest and never returned. Plan cap: `limits.custom_tool_slots`.',
   })
   @ApiHeader(IDEMPOTENCY_KEY)
+  // "Try it out" in /docs sends this as it is: a valid body with only the required fields
+  @ApiBody({
+    type: CreateCustomToolDto,
+    examples: {
+      minimal: {
+        summary: 'Only the required fields',
+        value: { label: 'Orders API list orders', description: 'Lists the most recent orders of the shop.', method: 'GET', url: 'https://api.example.com/orders' },
+      },
+    },
+  })
   @ApiEnvelope(CustomToolDto, { status: 201 })
   @ApiErrors(409, 422)
   createCustomTool(@Auth() auth: AuthContext, @Body() body: CreateCustomToolDto): Promise<CustomToolDto> {

@@ -5,7 +5,6 @@ import {
   IsArray,
   IsBoolean,
   IsIn,
-  IsISO8601,
   IsNotEmpty,
   IsObject,
   IsOptional,
@@ -32,6 +31,7 @@ import {
   type StoredCredentials,
 } from './custom-tools.rules';
 import { CustomToolsService } from './custom-tools.service';
+import { IsDateTime } from '../common/validation';
 
 export class CustomToolAuthFixture {
   @IsIn(AUTH_TYPES) type!: string;
@@ -61,8 +61,8 @@ export class CustomToolFixture {
   @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolCredentialsInput) credentials?: CustomToolCredentialsInput;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolGroupInput) group?: CustomToolGroupInput | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
-  @IsOptional() @IsISO8601() created_at?: string | null;
-  @IsOptional() @IsISO8601() updated_at?: string | null;
+  @IsOptional() @IsDateTime() created_at?: string | null;
+  @IsOptional() @IsDateTime() updated_at?: string | null;
 }
 
 interface ParsedTool {

@@ -54,7 +54,9 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setTitle('Agent Platform REST API')
     .setDescription(
       'Public REST API of the Agent Platform. Every request except `GET /` and `GET /openapi.json` needs `Authorization: Bearer <API_KEY>`; ' +
-        'every endpoint requires one scope, named in its security requirement and in `x-required-scope`.',
+        'every endpoint requires one scope, named in its security requirement and in `x-required-scope`. ' +
+        'Query parameters an operation does not list are ignored on every endpoint (a misspelt filter filters nothing); ' +
+        'the ones it lists are validated (422 `validation_failed`). Unknown fields in a request body are refused (422).',
     )
     .setVersion(API_VERSION)
     .addServer(`/${API_PREFIX}`)
@@ -77,7 +79,94 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     }
   }
   // cross-cutting behaviour every current and future endpoint gets
+  documentRequestBodies(document);
   documentIdempotency(document);
   documentRateLimits(document);
   return document;
+}
+
+type Schema = Record<string, Json>;
+type OperationObject = { requestBody?: { content?: Record<string, { schema?: Schema }> }; responses?: Record<string, Json> };
+const OPERATION_METHODS = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'trace'];
+
+/** Every operation of the document, with its method and path. */
+export function operationsOf(document: OpenAPIObject): Array<{ method: string; path: string; operation: OperationObject }> {
+  return Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.entries(item as Record<string, Json>)
+      .filter(([method, value]) => OPERATION_METHODS.includes(method) && value !== null && typeof value === 'object')
+      .map(([method, value]) => ({ method, path, operation: value as OperationObject })),
+  );
+}
+
+/** Names of the component schemas a schema refers to, directly or through nested schemas. */
+function referencedSchemas(node: Json, found: Set<string>, components: Record<string, Schema>): void {
+  if (Array.isArray(node)) return node.forEach((item) => referencedSchemas(item, found, components));
+  if (node === null || typeof node !== 'object') return;
+  for (const [key, value] of Object.entries(node)) {
+    if (key === '$ref' && typeof value === 'string' && value.startsWith('#/components/schemas/')) {
+      const name = value.slice('#/components/schemas/'.length);
+      if (!found.has(name)) {
+        found.add(name);
+        referencedSchemas(components[name], found, components);
+      }
+    } else if (key !== 'example' && key !== 'examples' && key !== 'enum' && key !== 'default') {
+      referencedSchemas(value, found, components);
+    }
+  }
+}
+
+/** Removes every `default` keyword of a schema and its subschemas (not following $refs); each one is handed to `found`. */
+function stripDefaults(node: Json, found: (schema: Schema, value: Json) => void): void {
+  if (node === null || typeof node !== 'object' || Array.isArray(node)) return;
+  const schema = node as Schema;
+  if ('default' in schema) {
+    found(schema, schema.default);
+    delete schema.default;
+  }
+  for (const child of Object.values((schema.properties ?? {}) as Record<string, Json>)) stripDefaults(child, found);
+  for (const key of ['items', 'additionalProperties', 'not']) stripDefaults(schema[key], found);
+  for (const key of ['oneOf', 'anyOf', 'allOf']) if (Array.isArray(schema[key])) (schema[key] as Json[]).forEach((child) => stripDefaults(child, found));
+}
+
+/** Schemas of PATCH bodies: omitted fields are unchanged there, so they have no defaults at all. */
+const UPDATE_SCHEMA = /Update/; // AgentUpdateDto, UpdateCustomToolDto, …
+
+/**
+ * Request bodies, as clients generated from the document see them:
+ *
+ * - No `default` keyword in any schema a request body uses. A generator
+ *   such as openapi-typescript (default options) turns a property with a
+ *   default into a required one, so a client would have to send `color` on
+ *   every create — and, on a PATCH, silently reset it. Create schemas keep
+ *   their defaults in the description ("Default: …"); update schemas have
+ *   none, because an omitted field is left unchanged.
+ * - 413 `payload_too_large` on every operation, and 422 for a malformed
+ *   body on those that take none: every request's body is read first.
+ */
+function documentRequestBodies(document: OpenAPIObject): void {
+  const components = (document.components?.schemas ?? {}) as Record<string, Schema>;
+  const used = new Set<string>();
+  for (const { operation } of operationsOf(document)) {
+    for (const media of Object.values(operation.requestBody?.content ?? {})) {
+      referencedSchemas(media.schema, used, components);
+      stripDefaults(media.schema, () => undefined);
+    }
+    // any request's body is read before routing (so an oversized or malformed one is refused
+    // the same way everywhere): every operation can answer these two, with or without a body of its own
+    const responses = (operation.responses ??= {});
+    const errorEnvelope = { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } };
+    responses['413'] ??= { description: 'Request body over 1 MiB (`payload_too_large`), whatever the method.', content: errorEnvelope };
+    responses['422'] ??= {
+      description: 'Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON.',
+      content: errorEnvelope,
+    };
+  }
+  for (const name of used) {
+    const isUpdate = UPDATE_SCHEMA.test(name);
+    stripDefaults(components[name], (schema, value) => {
+      if (isUpdate) return;
+      const note = `Default: \`${typeof value === 'string' ? value : JSON.stringify(value)}\`.`;
+      schema.description = typeof schema.description === 'string' && schema.description !== '' ? `${schema.description} ${note}` : note;
+    });
+  }
 }

@@ -1,13 +1,14 @@
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, Min, ValidateNested } from 'class-validator';
+import { IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, Min, ValidateNested } from 'class-validator';
 import { ORG_STATUSES } from './orgs.dto';
+import { IsDateTime } from '../common/validation';
 
 export class CreditsFixture {
   @IsInt() @Min(0) total!: number;
   @IsInt() @Min(0) used!: number;
   @IsInt() @Min(0) remaining!: number;
   @IsOptional() @IsInt() @Min(0) top_up?: number;
-  @IsOptional() @IsISO8601() reset_at?: string | null;
+  @IsOptional() @IsDateTime() reset_at?: string | null;
 }
 
 export class LimitsFixture {
@@ -20,8 +21,8 @@ export class LimitsFixture {
 }
 
 export class TrialFixture {
-  @IsOptional() @IsISO8601() start_date?: string | null;
-  @IsOptional() @IsISO8601() end_date?: string | null;
+  @IsOptional() @IsDateTime() start_date?: string | null;
+  @IsOptional() @IsDateTime() end_date?: string | null;
 }
 
 /**
@@ -37,5 +38,5 @@ export class OrgFixture {
   @IsOptional() @IsObject() @ValidateNested() @Type(() => CreditsFixture) credits?: CreditsFixture;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => LimitsFixture) limits?: LimitsFixture;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => TrialFixture) trial?: TrialFixture | null;
-  @IsOptional() @IsISO8601() created_at?: string | null;
+  @IsOptional() @IsDateTime() created_at?: string | null;
 }

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiHeader, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiHeader, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { Page } from '../common/envelope';
@@ -39,8 +39,13 @@ export class SourcesController {
     description: '1 to 128 ASCII characters; a retry with the same key and body returns the stored response.',
     schema: { type: 'string', minLength: 1, maxLength: 128 },
   })
+  // "Try it out" in /docs sends this as it is: a valid body
+  @ApiBody({
+    type: CreateSourceDto,
+    examples: { website: { summary: 'A website source', value: { type: 'website', name: 'Help center', config: { url: 'https://help.example.com' } } } },
+  })
   @ApiEnvelope(SourceDto, { status: 201 })
-  @ApiErrors(409, 422)
+  @ApiErrors({ status: 409, description: '`conflict`: `type` = `upload` — the upload source is a per-organization singleton that already exists.' }, 422)
   createSource(@Auth() auth: AuthContext, @Body() body: CreateSourceDto): Promise<SourceDto> {
     return this.sources.createSource(auth.orgId, body);
   }

@@ -5,7 +5,6 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
-  IsISO8601,
   IsNotEmpty,
   IsObject,
   IsOptional,
@@ -21,11 +20,12 @@ import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArr
 import { SOURCE_TYPES, SYNC_STATUSES } from './sources.dto';
 import { SourcesRepository, UPLOAD_SOURCE_NAME, type NewDocumentRow, type NewSourceRow } from './sources.repository';
 import { sourceConfigProblems } from './sources.service';
+import { IsDateTime } from '../common/validation';
 
 export class DocumentFixture {
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(128) id?: string;
   @IsString() @IsNotEmpty() @MaxLength(500) name!: string;
-  @IsOptional() @IsISO8601() created_at?: string | null;
+  @IsOptional() @IsDateTime() created_at?: string | null;
 }
 
 /** A Source as the API shows it, plus `config` and `documents` (operations.md). */
@@ -36,13 +36,13 @@ export class SourceFixture {
   @IsOptional() @IsString() @MaxLength(64) connector_id?: string | null;
   @IsOptional() @IsString() @MaxLength(64) connector_type?: string | null;
   @IsOptional() @IsIn(SYNC_STATUSES) sync_status?: string;
-  @IsOptional() @IsISO8601() last_sync_at?: string | null;
+  @IsOptional() @IsDateTime() last_sync_at?: string | null;
   @IsOptional() @IsInt() @Min(0) document_count?: number | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
   @IsOptional() @IsObject() config?: Record<string, unknown>;
   @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => DocumentFixture) documents?: DocumentFixture[];
-  @IsOptional() @IsISO8601() created_at?: string | null;
-  @IsOptional() @IsISO8601() updated_at?: string | null;
+  @IsOptional() @IsDateTime() created_at?: string | null;
+  @IsOptional() @IsDateTime() updated_at?: string | null;
 }
 
 interface ParsedSource {

@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { IsBoolean, IsEmail, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsBoolean, IsEmail, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { MEMBER_ROLES } from './team.dto';
 import { TeamRepository, type NewMemberRow } from './team.repository';
+import { IsDateTime } from '../common/validation';
 
 export class MemberFixture {
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64) id?: string;
@@ -13,8 +14,8 @@ export class MemberFixture {
   @IsEmail() email!: string;
   @IsIn(MEMBER_ROLES) role!: string;
   @IsOptional() @IsBoolean() is_active?: boolean;
-  @IsOptional() @IsISO8601() last_login_at?: string | null;
-  @IsOptional() @IsISO8601() created_at?: string | null;
+  @IsOptional() @IsDateTime() last_login_at?: string | null;
+  @IsOptional() @IsDateTime() created_at?: string | null;
 }
 
 @Injectable()

@@ -1,17 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, Min, ValidateNested } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, Min, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
+import { cascadeStateOf } from '../agents/agents.fixtures';
+import { BOUNDS } from '../common/input-bounds';
 import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CRON_SCHEDULED_EVENT, isCustomTrigger } from './triggers.dto';
 import { TriggersRepository, type NewTriggerRow } from './triggers.repository';
+import { IsDateTime } from '../common/validation';
 
 export class TriggerScheduleFixture {
   @IsOptional() @IsString() @MaxLength(200) cron_expression?: string | null;
   @IsOptional() @IsInt() @Min(1) interval_hours?: number | null;
-  @IsOptional() @IsISO8601() next_run_at?: string | null;
-  @IsOptional() @IsISO8601() last_run_at?: string | null;
+  @IsOptional() @IsDateTime() next_run_at?: string | null;
+  @IsOptional() @IsDateTime() last_run_at?: string | null;
   @IsOptional() @IsString() @MaxLength(100) last_run_status?: string | null;
 }
 
@@ -28,8 +31,11 @@ export class TriggerFixture {
   /** internal, never returned: the webhook registered with the third-party tool */
   @IsOptional() @IsString() @MaxLength(200) webhook_id?: string | null;
   @IsOptional() @IsIn(['active', 'paused', 'torn_down']) webhook_status?: string | null;
-  @IsOptional() @IsISO8601() created_at?: string | null;
-  @IsOptional() @IsISO8601() updated_at?: string | null;
+  /** set by the agent cascade (see the agents section): `agent_deactivated` rows come back when their agent is reactivated */
+  @IsOptional() @IsString() @MaxLength(BOUNDS.deactivatedReason) deactivated_reason?: string | null;
+  @IsOptional() @IsDateTime() deactivated_at?: string | null;
+  @IsOptional() @IsDateTime() created_at?: string | null;
+  @IsOptional() @IsDateTime() updated_at?: string | null;
 }
 
 const iso = (value: string | null | undefined): string | null => (value ? new Date(value).toISOString() : null);
@@ -81,6 +87,7 @@ export class TriggersFixtureSection extends RegisteredFixtureSection<NewTriggerR
         schedule,
         webhookId: item.webhook_id ?? null,
         webhookStatus: item.webhook_status ?? null,
+        ...cascadeStateOf(item, here, ctx),
         createdAt,
         updatedAt: fixtureDate(item.updated_at) ?? createdAt,
       };

@@ -40,6 +40,6 @@ export class TriggersRepository {
 
   /** Upsert by id, scoped to the org; returns the ids written. */
   upsertMany(orgId: string, rows: NewTriggerRow[], tx: DbOrTx = this.db): Promise<string[]> {
-    return upsertOrgRows(tx, triggers, orgId, rows, ['agentId', 'connectorId', 'connectorType', 'event', 'isActive', 'conditions', 'settings', 'schedule', 'webhookId', 'webhookStatus', 'createdAt', 'updatedAt']);
+    return upsertOrgRows(tx, triggers, orgId, rows, ['agentId', 'connectorId', 'connectorType', 'event', 'isActive', 'conditions', 'settings', 'schedule', 'webhookId', 'webhookStatus', 'deactivatedReason', 'deactivatedAt', 'createdAt', 'updatedAt']);
   }
 }

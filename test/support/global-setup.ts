@@ -1,9 +1,10 @@
 import { PGlite } from '@electric-sql/pglite';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseConnection, migrationsFolder, PGLITE_EXTENSIONS } from '../../src/database/connection';
+import { STATUS_RECORD_DIR_ENV } from './status-recorder';
 
 /**
  * Migrate once per run, then every test file starts from a copy of the
@@ -11,6 +12,8 @@ import { DatabaseConnection, migrationsFolder, PGLITE_EXTENSIONS } from '../../s
  * dump costs a fraction of that). The dump is keyed by the migrations' hash.
  */
 export default async function globalSetup(): Promise<void> {
+  // where the workers record the statuses they get (checked by global-teardown.ts)
+  process.env[STATUS_RECORD_DIR_ENV] = mkdtempSync(join(tmpdir(), 'agent-platform-statuses-'));
   if (process.env.DATABASE_URL) return; // server runs migrate per process under the advisory lock
   const folder = migrationsFolder();
   const hash = createHash('sha256');

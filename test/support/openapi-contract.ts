@@ -3,6 +3,7 @@ import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import { request as httpRequest, Agent } from 'node:http';
 import { connect } from 'node:net';
+import { recordStatus } from './status-recorder';
 
 /**
  * Everything the hostile-input tests know about the API comes from the served
@@ -319,7 +320,10 @@ export function send(
     const req = httpRequest({ host: base.host, port: base.port, method, path, headers, agent, timeout: 15_000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => {
+        recordStatus({ method, path, status: res.statusCode ?? 0 });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') });
+      });
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));

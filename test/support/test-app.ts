@@ -10,6 +10,8 @@ import { APP_OPTIONS, configureApp, createHttpAdapter, initApp } from '../../src
 import { createLogger, type AppLogger } from '../../src/common/logger';
 import { loadConfig, type AppConfig } from '../../src/config/config';
 import { DatabaseConnection, PGLITE_EXTENSIONS } from '../../src/database/connection';
+import { OpenApiDocumentHolder } from '../../src/meta/meta.controller';
+import { recordDocument, recordingAgent } from './status-recorder';
 import { newSecretKey, parseKey32 } from '../../libs/crypto/crypto';
 
 export interface TestApp {
@@ -88,9 +90,12 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}, options:
     await connection.close().catch(() => undefined);
     throw error;
   }
+  // the production document only: test-only modules add routes of their own
+  if (!options.imports?.length) recordDocument(app.get(OpenApiDocumentHolder).get());
   return {
     app,
-    http: request(app.getHttpServer()),
+    // every response is recorded: global-teardown.ts checks its status is documented on the operation
+    http: recordingAgent(request(app.getHttpServer())),
     connection,
     config,
     logs,
