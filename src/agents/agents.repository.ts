@@ -11,6 +11,11 @@ export type NewAgentRow = typeof agents.$inferInsert;
 export type AgentChanges = Partial<Omit<NewAgentRow, 'id' | 'orgId' | 'createdAt' | 'deletedAt'>>;
 
 const AGENT_COLUMNS = getTableColumns(agents);
+
+/** What drizzle's own `.prepare()` calls on the session of a db or transaction (not in its public types). */
+interface PreparingSession {
+  prepareQuery(query: unknown, fields: unknown, name: string, isResponseInArrayMode: boolean): { execute(values: Record<string, unknown>): Promise<unknown[]> };
+}
 /** PATCH sends any subset of ~12 plain fields; clients use a handful of shapes, and past this bound a shape is built per request. */
 const MAX_PREPARED_UPDATES = 64;
 
@@ -64,13 +69,43 @@ export class AgentsRepository {
     return Number(row?.n ?? 0);
   }
 
+  /**
+   * The INSERT's SQL is built once per set of columns (building it cost more
+   * than the UPDATE's) and bound to the connection of `tx` on each call, so
+   * it runs inside the caller's transaction like any query on `tx`.
+   */
   async insert(tx: DbOrTx, orgId: string, row: NewAgentRow): Promise<AgentRow> {
+    const values: Record<string, unknown> = { ...row, orgId };
+    const columns = Object.keys(values).filter((column) => values[column] !== undefined);
+    const nulls = columns.map((column) => values[column] === null);
+    const shape = columns.map((column, i) => (nulls[i] ? `${column}=null` : column)).join(',');
+    let built = this.inserts.get(shape);
+    if (!built && this.inserts.size < MAX_PREPARED_UPDATES && columns.every((column) => column in AGENT_COLUMNS)) {
+      const builder = this.db
+        .insert(agents)
+        .values(Object.fromEntries(columns.map((column, i) => [column, nulls[i] ? sql`null` : sql.placeholder(column)])) as unknown as NewAgentRow)
+        .returning();
+      const internals = builder as unknown as { dialect: { sqlToQuery(sql: unknown): unknown }; getSQL(): unknown; config: { returning: unknown } };
+      built = { query: internals.dialect.sqlToQuery(internals.getSQL()), fields: internals.config.returning, name: `agents_insert_${this.inserts.size}` };
+      this.inserts.set(shape, built);
+    }
+    const session = (tx as unknown as { session?: PreparingSession }).session;
+    if (built && typeof session?.prepareQuery === 'function') {
+      const params: Record<string, unknown> = {};
+      columns.forEach((column, i) => {
+        if (!nulls[i]) params[column] = values[column];
+      });
+      const [created] = (await session.prepareQuery(built.query, built.fields, built.name, true).execute(params)) as AgentRow[];
+      return created;
+    }
     const [created] = await tx
       .insert(agents)
       .values({ ...row, orgId })
       .returning();
     return created;
   }
+
+  private readonly inserts = new Map<string, { query: unknown; fields: unknown; name: string }>();
 
   /**
    * The live agent's new state, or undefined when it is gone. Without `tx`,
