@@ -9,7 +9,8 @@ import { renderErrorBody } from './common/error-body';
 import type { AppLogger } from './common/logger';
 import { isJsonContentType, MAX_BODY_BYTES, parseJsonBody, readBody } from './common/request-body';
 import { parseQueryString, REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from './common/request-context';
-import { API_PREFIX, buildOpenApiDocument, DOCS_PATH } from './meta/openapi-document';
+import { API_PREFIX, DOCS_PATH } from './common/api-paths';
+import { buildOpenApiDocument } from './meta/openapi-document';
 import { OpenApiDocumentHolder } from './meta/meta.controller';
 
 export { MAX_BODY_BYTES };

@@ -5,15 +5,16 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
 import { APP_OPTIONS, configureApp, createHttpAdapter, initApp } from './bootstrap';
 import { createLogger, flushLogger, PinoNestLogger } from './common/logger';
-import { API_PREFIX } from './meta/openapi-document';
+import { API_PREFIX } from './common/api-paths';
 import type { AppConfig } from './config/config';
 import { StartupFixtures, type StartupFixtureResult } from './fixtures/startup-fixtures.service';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
 /**
- * Plain text on stdout, not a log record: tokens are shown exactly once and
- * must never reach the log pipeline; the curl line must paste as it is.
+ * Plain text on stderr: stdout is the JSON log stream (shippers collect it,
+ * jq reads it), and tokens are shown exactly once, never logged; the curl
+ * line must paste as it is.
  */
 function announceKeys(startup: StartupFixtureResult, address: string): void {
   const lines: string[] = [];
@@ -31,7 +32,7 @@ function announceKeys(startup: StartupFixtureResult, address: string): void {
       '',
     );
   }
-  if (lines.length > 0) process.stdout.write(lines.join('\n') + '\n');
+  if (lines.length > 0) process.stderr.write(lines.join('\n') + '\n');
 }
 
 /** Opens and closes the address the server will listen on; rejects with listen's own error (EADDRINUSE, ENOTFOUND, …). */

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { SCOPES } from '../src/auth/scopes';
 import { baseEnv, ensureBuilt, CLI_JS, run, startServer, tempDir, type Exit } from './support/processes';
 
 /**
@@ -198,12 +199,48 @@ describe('usage', () => {
   });
 });
 
-describe('npm run cli -- … --json prints only the JSON document on stdout', () => {
-  test("no npm banner: the project's .npmrc keeps npm silent", () => {
-    const root = resolve(__dirname, '..');
-    const exit = spawnSync('npm', ['run', 'cli', '--', 'keys', 'list', '--org', orgId, '--json'], { cwd: root, env, encoding: 'utf8' });
+describe('through npm: --json stdout is one JSON document, and npm talks again', () => {
+  const root = resolve(__dirname, '..');
+  const npm = (args: string[]) => spawnSync('npm', args, { cwd: root, env, encoding: 'utf8' });
+  const expectOnlyJson = (exit: ReturnType<typeof npm>) => {
     expect(exit.status).toBe(0);
     expect(exit.stdout.trim().split('\n')).toHaveLength(1);
     expect(Array.isArray(JSON.parse(exit.stdout))).toBe(true);
+  };
+
+  test('npx agent-platform (the package bin) and npm run -s cli print the JSON alone', () => {
+    expectOnlyJson(npm(['exec', '--', 'agent-platform', 'keys', 'list', '--org', orgId, '--json']));
+    expectOnlyJson(npm(['run', '-s', 'cli', '--', 'keys', 'list', '--org', orgId, '--json']));
+  });
+
+  test('plain npm run cli: npm prints its banner (no .npmrc silences it) and the CLI says how to get clean stdout', () => {
+    const exit = npm(['run', 'cli', '--', 'keys', 'list', '--org', orgId, '--json']);
+    expect(exit.status).toBe(0);
+    expect(exit.stdout).toMatch(/^\n> .* cli\n/);
+    const last = exit.stdout.trim().split('\n').pop()!;
+    expect(Array.isArray(JSON.parse(last))).toBe(true);
+    expect(exit.stderr).toContain('npx agent-platform');
+  });
+
+  test('a missing script is reported by npm on stderr', () => {
+    const exit = npm(['run', 'no-such-script']);
+    expect(exit.status).not.toBe(0);
+    expect(exit.stderr).toMatch(/Missing script: "no-such-script"/);
+  });
+});
+
+describe('the valid scopes are named where a user looks', () => {
+  test('keys create --scopes bogus:read lists every valid scope', async () => {
+    const exit = await cli('keys', 'create', '--org', orgId, '--scopes', 'bogus:read');
+    expectOneLineFailure(exit, /unknown scopes: bogus:read; valid scopes: /);
+    for (const scope of SCOPES) expect(exit.stderr).toContain(scope);
+  });
+
+  test('a keys create usage error and --help list them too', async () => {
+    const missing = await cli('keys', 'create', '--org', orgId);
+    expectOneLineFailure(missing, /missing --scopes; usage: keys create .*valid scopes: /);
+    for (const scope of SCOPES) expect(missing.stderr).toContain(scope);
+    const help = await cli('--help');
+    for (const scope of SCOPES) expect(help.stdout).toContain(scope);
   });
 });

@@ -1,81 +1,187 @@
+import { sql } from 'drizzle-orm';
 import { newObjectIdHex } from '../libs/ids/ids';
+import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
 import { createOrg, type TestOrg } from './support/factories';
+import { freshDemo } from './support/fresh-demo';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
  * spec: "A key belongs to one organization and only that organization's data
- * is visible." Generic and later-proof: every GET operation of the served
- * document that takes a path parameter must answer 404 in the error envelope
- * for ids that are not the caller's. The resource modules add tests with real
- * ids of another organization; this one needs no knowledge of any module.
+ * is visible." Organization B is the bundled demo (every kind of row) under
+ * fresh ids; organization A's full-scope key calls every served operation
+ * that takes an id with B's REAL ids. Each must answer 404 in the error
+ * envelope, show nothing of B and change nothing of B, while B's own key
+ * reads the same ids (so the ids are real and only scoping refuses them).
+ * Every id-taking operation of the served document needs a case below: a
+ * new route without one fails the coverage test.
  */
 let t: TestApp;
-let org: TestOrg;
-let document: { paths: Record<string, Record<string, { parameters?: Array<{ in: string; name: string }> }>> };
+let a: TestOrg;
+let b: { orgId: string; auth: string; ids: Map<string, string[]> };
+let document: { paths: Record<string, Record<string, { parameters?: Array<{ in: string; name: string; schema?: { pattern?: string } }> }>> };
+
+interface Case {
+  /** a valid body, so that only scoping can refuse the request */
+  body?: Record<string, unknown>;
+}
+
+/** every served operation with a path id: "METHOD /path" → how to call it */
+const CASES: Record<string, Case> = {
+  'GET /agents/{id}': {},
+  'PATCH /agents/{id}': { body: { name: 'Taken over', description: 'Written by another organization' } },
+  'DELETE /agents/{id}': {},
+  'GET /analytics/agents/{agent_id}': {},
+  'GET /chatbots/{id}': {},
+  'GET /connectors/{id}': {},
+  'GET /conversations/{id}': {},
+  'GET /conversations/{id}/messages': {},
+  'GET /custom_tools/{id}': {},
+  'PATCH /custom_tools/{id}': { body: { description: 'Written by another organization' } },
+  'DELETE /custom_tools/{id}': {},
+  'GET /sources/{id}': {},
+  'DELETE /sources/{id}': {},
+  'GET /triggers/{id}': {},
+};
+
+/** the table whose ids a path parameter takes: `{id}` the path's resource, `{agent_id}` agents */
+function tableOf(path: string, parameter: string): string {
+  if (parameter !== 'id') return `${parameter.replace(/_id$/, '')}s`;
+  return path.split('/')[1];
+}
+
+function servedIdOperations(): string[] {
+  const operations: string[] = [];
+  for (const [path, item] of Object.entries(document.paths)) {
+    for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
+      if (item[method] && /\{[^}]+\}/.test(path)) operations.push(`${method.toUpperCase()} ${path}`);
+    }
+  }
+  return operations.sort();
+}
+
+/** Every row of every table that has an org_id, of one organization: what must not change. */
+async function snapshot(orgId: string): Promise<string> {
+  const tables = (await t.connection.db.execute(
+    sql`select table_name from information_schema.columns where column_name = 'org_id' and table_schema = current_schema() order by table_name`,
+  )) as unknown as { rows: Array<{ table_name: string }> };
+  const dump: Record<string, unknown> = {};
+  for (const { table_name } of tables.rows) {
+    const rows = (await t.connection.db.execute(sql`select * from ${sql.identifier(table_name)} where org_id = ${orgId} order by 1`)) as unknown as { rows: unknown[] };
+    dump[table_name] = rows.rows;
+  }
+  return JSON.stringify(dump);
+}
 
 beforeAll(async () => {
   t = await createTestApp();
-  org = await createOrg(t.app);
+  a = await createOrg(t.app);
+  const loaded = await t.app.get(FixtureLoader).load(freshDemo(t.app).document);
+  const orgId = loaded.orgs[0].id;
   document = (await t.http.get('/api/v1/openapi.json')).body;
-});
+  // the tables whose ids the served routes take (`/widgets/{id}` → widgets)
+  const tables = new Set<string>();
+  for (const [path, item] of Object.entries(document.paths)) {
+    for (const operation of Object.values(item)) {
+      for (const parameter of operation.parameters ?? []) if (parameter.in === 'path') tables.add(tableOf(path, parameter.name));
+    }
+  }
+  const ids = new Map<string, string[]>();
+  for (const table of tables) {
+    const rows = (await t.connection.db.execute(sql`select id from ${sql.identifier(table)} where org_id = ${orgId} order by id`)) as unknown as { rows: Array<{ id: string }> };
+    ids.set(table, rows.rows.map((row) => row.id));
+  }
+  b = { orgId, auth: `Bearer ${loaded.generated_keys[0].token}`, ids };
+}, 60_000);
 afterAll(() => t.close());
 
-/** The id prefix of a path's resource (`/agents/{id}` → `agent_`); unknown resources get a made-up one. */
-const PREFIXES: Record<string, string> = {
-  agents: 'agent_',
-  conversations: 'conv_',
-  connectors: 'connector_',
-  custom_tools: 'tool_',
-  sources: 'source_',
-  chatbots: 'chatbot_',
-  triggers: 'trigger_',
-  analytics: 'agent_',
-};
-
-function parameterisedGets(): string[] {
-  return Object.entries(document.paths)
-    .filter(([path, item]) => item.get && /\{[^}]+\}/.test(path))
-    .map(([path]) => path);
+/** The path with B's ids filled in: one URL per form the parameter accepts (prefixed; bare 24-hex where allowed). */
+function urlsFor(operation: string): string[] {
+  const [method, path] = operation.split(' ');
+  const parameters = (document.paths[path][method.toLowerCase()].parameters ?? []).filter((p) => p.in === 'path');
+  expect(parameters.length).toBeGreaterThan(0);
+  let forms = [path];
+  for (const parameter of parameters) {
+    const table = tableOf(path, parameter.name);
+    const id = b.ids.get(table)?.[0];
+    if (!id) throw new Error(`organization B has no ${table} row for ${operation}: add one to the demo or map {${parameter.name}}`);
+    const bareAllowed = parameter.schema?.pattern?.includes('|[a-f0-9]{24}') ?? false;
+    const values = bareAllowed ? [id, id.slice(id.lastIndexOf('_') + 1)] : [id];
+    forms = forms.flatMap((form) => values.map((value) => form.replace(`{${parameter.name}}`, value)));
+  }
+  return forms.map((form) => `/api/v1${form}`);
 }
 
-function fill(path: string, value: (prefix: string) => string): string {
-  const resource = path.split('/')[1];
-  const prefix = PREFIXES[resource] ?? `${resource.replace(/s$/, '')}_`;
-  return path.replace(/\{[^}]+\}/g, () => value(prefix));
+function send(method: string, url: string, auth: string, body?: Record<string, unknown>) {
+  const req = t.http[method.toLowerCase() as 'get' | 'patch' | 'delete' | 'post' | 'put'](url).set('Authorization', auth);
+  return body ? req.send(body) : req;
 }
 
-describe("a key gets 404 for ids that are not its organization's, on every GET with a path id", () => {
-  test('made-up well-formed, bare and malformed ids → 404 in the envelope', async () => {
-    const paths = parameterisedGets();
+describe("another organization's real ids answer 404 on every id-taking route, and reveal or change nothing", () => {
+  test('every served id-taking operation has a case (a new route without one fails here)', () => {
+    const served = servedIdOperations();
+    expect(served).toEqual(expect.arrayContaining(['GET /agents/{id}', 'GET /conversations/{id}/messages']));
+    expect(Object.keys(CASES).sort()).toEqual(served);
+  });
+
+  test("B's own key reads its ids on every GET case: the ids are real", async () => {
+    for (const operation of Object.keys(CASES).filter((op) => op.startsWith('GET '))) {
+      for (const url of urlsFor(operation)) {
+        const res = await t.http.get(url).set('Authorization', b.auth);
+        expect({ url, status: res.status }).toEqual({ url, status: 200 });
+      }
+    }
+  });
+
+  test("A's full-scope key gets 404 not_found for each, in the envelope, with no data; B's rows are unchanged", async () => {
+    const before = await snapshot(b.orgId);
     const failures: string[] = [];
-    for (const path of paths) {
-      for (const make of [(prefix: string) => `${prefix}${newObjectIdHex()}`, () => newObjectIdHex(), () => 'not-an-id', () => 'agent_ZZZ']) {
-        const url = `/api/v1${fill(path, make)}`;
-        const res = await t.http.get(url).set('Authorization', org.auth);
+    let covered = 0;
+    for (const [operation, testCase] of Object.entries(CASES)) {
+      const method = operation.split(' ')[0];
+      const urls = urlsFor(operation);
+      for (const url of urls) {
+        const res = await send(method, url, a.auth, testCase.body);
         const ok =
           res.status === 404 &&
-          ['not_found', 'agent_not_found'].includes(res.body?.error?.code) &&
-          res.body.error.request_id === res.headers['x-request-id'];
-        if (!ok) failures.push(`${url} → ${res.status} ${JSON.stringify(res.body)}`);
+          /not_found$/.test(res.body?.error?.code) &&
+          res.body.error.request_id === res.headers['x-request-id'] &&
+          JSON.stringify(Object.keys(res.body).sort()) === '["error"]' &&
+          JSON.stringify(Object.keys(res.body.error).sort()) === '["code","message","request_id"]';
+        if (!ok) failures.push(`${method} ${url} → ${res.status} ${JSON.stringify(res.body)}`);
+      }
+      covered += 1;
+    }
+    expect(failures).toEqual([]);
+    expect(covered).toBe(servedIdOperations().length);
+    expect(await snapshot(b.orgId)).toBe(before);
+  });
+
+  test('made-up well-formed, bare and malformed ids → 404 in the envelope too', async () => {
+    const failures: string[] = [];
+    for (const operation of Object.keys(CASES)) {
+      const [method, path] = operation.split(' ');
+      for (const make of [(prefix: string) => `${prefix}_${newObjectIdHex()}`, () => newObjectIdHex(), () => 'not-an-id', () => 'agent_ZZZ']) {
+        // the prefix of a real id of that table (B has one of each)
+        const url = `/api/v1${path.replace(/\{([^}]+)\}/g, (_m, name: string) => make(b.ids.get(tableOf(path, name))![0].split('_')[0]))}`;
+        const res = await send(method, url, a.auth, CASES[operation].body);
+        if (res.status !== 404 || !/not_found$/.test(res.body?.error?.code)) failures.push(`${method} ${url} → ${res.status} ${JSON.stringify(res.body)}`);
       }
     }
     expect(failures).toEqual([]);
   });
-
-  test('the walk sees the document: the path template filler covers nested parameters', () => {
-    // guards the test above against silently checking nothing when modules arrive
-    expect(fill('/conversations/{id}/messages', (prefix) => `${prefix}x`)).toBe('/conversations/conv_x/messages');
-    expect(fill('/analytics/agents/{agent_id}', (prefix) => `${prefix}x`)).toBe('/analytics/agents/agent_x');
-    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/org', '/team']));
-  });
 });
 
 describe('org-scoped reads show only the calling organization', () => {
-  test('GET /org and GET /team of two organizations never mix', async () => {
-    const other = await createOrg(t.app);
-    const mine = await t.http.get('/api/v1/org').set('Authorization', org.auth);
-    const theirs = await t.http.get('/api/v1/org').set('Authorization', other.auth);
-    expect(mine.body.data.id).toBe(org.orgId);
-    expect(theirs.body.data.id).toBe(other.orgId);
+  test('GET /org, /team and every list of two organizations never mix', async () => {
+    expect((await t.http.get('/api/v1/org').set('Authorization', a.auth)).body.data.id).toBe(a.orgId);
+    expect((await t.http.get('/api/v1/org').set('Authorization', b.auth)).body.data.id).toBe(b.orgId);
+    const everyIdOfB = [...b.ids.values()].flat();
+    for (const [path, item] of Object.entries(document.paths)) {
+      if (!item.get || path.includes('{')) continue;
+      const res = await t.http.get(`/api/v1${path}`).set('Authorization', a.auth);
+      expect({ path, status: res.status }).toEqual({ path, status: 200 });
+      const text = JSON.stringify(res.body);
+      expect({ path, leaked: everyIdOfB.filter((id) => text.includes(id)) }).toEqual({ path, leaked: [] });
+    }
   });
 });

@@ -19,8 +19,29 @@ describe('structured JSON logs: one line per request with request_id, method, pa
     expect(JSON.stringify(line)).not.toContain('secret=abc');
   });
 
-  test('every log line is one JSON object', () => {
-    for (const text of t.logs) expect(() => JSON.parse(text)).not.toThrow();
+  test('every log line is one JSON object; failures (401, 404, unparsable JSON, 422) get their request line too', async () => {
+    const org = await createOrg(t.app);
+    const from = t.logs.length;
+    const calls = [
+      { id: 'log-ok', status: 200, send: () => t.http.get('/api/v1/team').set('Authorization', org.auth) },
+      { id: 'log-401', status: 401, send: () => t.http.get('/api/v1/org') },
+      { id: 'log-404', status: 404, send: () => t.http.get('/api/v1/nowhere').set('Authorization', org.auth) },
+      { id: 'log-bad-json', status: 422, send: () => t.http.post('/api/v1/agents').set('Authorization', org.auth).set('Content-Type', 'application/json').send('{bad') },
+      { id: 'log-422', status: 422, send: () => t.http.post('/api/v1/agents').set('Authorization', org.auth).send({ handle: 42 }) },
+    ];
+    for (const call of calls) expect((await call.send().set('X-Request-ID', call.id)).status).toBe(call.status);
+    const lines = t.logs.slice(from);
+    expect(lines.length).toBeGreaterThanOrEqual(calls.length);
+    const entries = lines.map((text) => {
+      expect(text.endsWith('\n')).toBe(true);
+      expect(text.trim().split('\n')).toHaveLength(1);
+      return JSON.parse(text) as Record<string, unknown>;
+    });
+    for (const entry of entries) expect(entry).toMatchObject({ level: expect.any(String), time: expect.any(String), msg: expect.any(String) });
+    for (const call of calls) {
+      const line = entries.find((entry) => entry.request_id === call.id && entry.msg === 'request');
+      expect({ call: call.id, line }).toMatchObject({ call: call.id, line: { status: call.status, path: expect.stringMatching(/^\/api\/v1\//), duration_ms: expect.any(Number) } });
+    }
   });
 });
 
@@ -29,13 +50,16 @@ describe('never a key or a secret in the logs', () => {
     const org = await createOrg(t.app);
     const revoked = await org.key(['org:read'], { revoked: true });
     const attempts = [org.auth, revoked.auth, `Bearer svc_live_${'Z'.repeat(40)}`, 'Basic dXNlcjpwYXNz'];
+    const from = t.logs.length;
     for (const authorization of attempts) {
       await t.http.get('/api/v1/org').set('Authorization', authorization);
       await t.http.get('/api/v1/nowhere').set('Authorization', authorization);
       await t.http.post('/api/v1/org').set('Authorization', authorization).set('Content-Type', 'application/json').send('{bad');
     }
+    // the lines these requests wrote exist (one request line each), so their absence of secrets means something
+    const written = t.logs.slice(from);
+    expect(written.filter((text) => (JSON.parse(text) as { msg?: string }).msg === 'request')).toHaveLength(attempts.length * 3);
     const all = t.logs.join('\n');
-    expect(t.logs.length).toBeGreaterThan(attempts.length * 3 - 1);
     for (const authorization of attempts) {
       expect(all).not.toContain(authorization);
       expect(all).not.toContain(authorization.split(' ')[1]);

@@ -36,15 +36,19 @@ describe('first run: embedded default + empty database → demo organization and
       .split('\n')
       .filter((line) => line.includes('"msg":"listening on'));
     expect(listening).toHaveLength(1);
-    await waitForOutput(first, /^curl .*\n/m);
-    const curls = first.stdout().split('\n').filter((line) => line.startsWith('curl '));
+    await waitForOutput(first, /^curl .*\n/m, 10_000, 'stderr');
+    const curls = first.stderr().split('\n').filter((line) => line.startsWith('curl '));
     expect(curls).toHaveLength(1);
     curl = /^curl -H "Authorization: Bearer (svc_live_[A-Za-z0-9_-]{32,})" (http:\/\/\S+)$/.exec(curls[0])!;
     expect(curl).not.toBeNull();
     expect(curl[2]).toBe(`${first.address}/org`);
-    // the token is on stdout as plain text once, never inside a JSON log record
-    const logRecords = first.stdout().split('\n').filter((line) => line.startsWith('{'));
-    expect(logRecords.join('\n')).not.toContain(curl[1]);
+    // the token is shown once as plain text on stderr; stdout is the JSON log
+    // stream alone (every line a record, for shippers and jq) and never holds it
+    const stdoutLines = first.stdout().split('\n').filter((line) => line !== '');
+    expect(stdoutLines.length).toBeGreaterThan(0);
+    for (const line of stdoutLines) expect(() => JSON.parse(line) as unknown).not.toThrow();
+    expect(first.stdout()).not.toContain(curl[1]);
+    expect(first.stderr().split(curl[1]).length - 1).toBe(1);
   });
 
   test("the curl line's request works: the demo organization, its members, every scope", async () => {
@@ -124,11 +128,11 @@ describe('restart on the same directory: data kept, no demo, SEED_FILE loaded be
     );
     const server = await startServer({ PGLITE_DIR: pgliteDir, SEED_FILE: seed });
     try {
-      expect(server.stdout()).not.toMatch(/^curl /m); // not empty any more: no demo
+      expect(server.stderr()).not.toMatch(/^curl /m); // not empty any more: no demo
       const seeded = await getJson(`${server.address}/org`, token);
       expect(seeded.status).toBe(200);
       expect(seeded.body.data.id).toBe('org_6500000000000000000000aa');
-      const generated = await waitForOutput(server, /generated key key_6500000000000000000000ab "generated" for org_6500000000000000000000aa \(shown once\): (svc_live_\S+)/);
+      const generated = await waitForOutput(server, /generated key key_6500000000000000000000ab "generated" for org_6500000000000000000000aa \(shown once\): (svc_live_\S+)/, 10_000, 'stderr');
       expect((await getJson(`${server.address}/team`, generated![1])).status).toBe(200);
       // the demo organization and its key survived the restart
       const demo = await getJson(`${server.address}/org`, curl[1]);
@@ -169,14 +173,14 @@ describe('a bad setting stops start-up with exit ≠ 0 and a one-line reason', (
       const exit = await run(SERVER_JS, [], baseEnv({ PGLITE_DIR: busyDir, PORT: String(busy), HOST: '127.0.0.1' }));
       expect(exit.code).toBe(1);
       expect(exit.stderr.trim().split('\n')).toEqual([expect.stringMatching(/EADDRINUSE/)]);
-      expect(exit.stdout).not.toMatch(/^curl /m);
+      expect(exit.stderr).not.toMatch(/^curl /m);
     } finally {
       blocker.close();
     }
     // the database is still empty: this first successful start is the first run, with its curl line
     const retry = await startServer({ PGLITE_DIR: busyDir });
     try {
-      await waitForOutput(retry, /^curl .*\n/m);
+      await waitForOutput(retry, /^curl .*\n/m, 10_000, 'stderr');
     } finally {
       await retry.stop('SIGTERM');
     }

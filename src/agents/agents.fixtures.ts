@@ -16,7 +16,7 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
-import { BOUNDS, IsBoundedJson } from '../common/input-bounds';
+import { BOUNDS, IsBoundedJson, IsIdOf } from '../common/input-bounds';
 import type { Transaction } from '../database/database.types';
 import { declareIds, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { COLOR_PATTERN, DATA_SOURCE_SCOPES, HANDLE_PATTERN, MAX_HANDLE_LENGTH, MAX_NAME_LENGTH } from './agents.dto';
@@ -38,7 +38,7 @@ export class DataSourceRefFixture {
 
 /** An agent in a fixture: the Agent response fields plus what the API takes on create, plus `deleted_at`. */
 export class AgentFixture {
-  @IsOptional() @Matches(/^agent_[a-f0-9]{24}$/, { message: 'must be agent_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @IsIdOf('agent') id?: string;
   @IsString() @MaxLength(MAX_HANDLE_LENGTH) @Matches(HANDLE_PATTERN, { message: 'must start with a letter and contain only letters and digits' }) handle!: string;
   @IsString() @IsNotEmpty() @MaxLength(MAX_NAME_LENGTH) name!: string;
   @ValidateIf((o: AgentFixture) => o.instructions_html === undefined || o.instructions_html === null || o.instructions !== undefined)
@@ -120,6 +120,7 @@ function requireDeclared(ctx: FixtureContext, kind: string, id: string, path: st
 export class AgentsFixtureSection extends RegisteredFixtureSection<NewAgentRow[]> {
   readonly name = 'agents';
   readonly order = 40;
+  readonly demoFile = 'src/agents/agents.demo.json';
 
   constructor(
     registry: FixtureRegistry,

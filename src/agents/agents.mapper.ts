@@ -1,5 +1,5 @@
 import type { agents } from '../database/schema';
-import { iso } from '../orgs/orgs.mapper';
+import { iso } from '../common/iso';
 import type { AgentDeletedDto, AgentDto } from './agents.dto';
 
 export type AgentRow = typeof agents.$inferSelect;

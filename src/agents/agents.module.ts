@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { AgentCascadeRepository } from './agent-cascade.repository';
 import { AgentReferencesRepository } from './agent-references.repository';
 import { AgentsTrashRepository } from './agents-trash.repository';
-import { AgentsTrashScheduler } from './agents-trash.scheduler';
+import { AgentsTrashJob } from './agents-trash.job';
 import { AgentsTrashService } from './agents-trash.service';
 import { AgentsController } from './agents.controller';
 import { AgentsFixtureSection } from './agents.fixtures';
@@ -18,7 +18,7 @@ import { AgentsService } from './agents.service';
     AgentsTrashRepository,
     AgentsService,
     AgentsTrashService,
-    AgentsTrashScheduler,
+    AgentsTrashJob,
     AgentsFixtureSection,
   ],
   // the CLI's `trash purge` runs AgentsTrashService.purgeExpiredTrash once

@@ -6,6 +6,7 @@ import { ApiEnvelope, ApiErrors } from '../common/openapi';
 import type { AuthContext } from '../common/request-context';
 import { AgentAnalyticsDto, AgentAnalyticsQuery } from './analytics.dto';
 import { AnalyticsService } from './analytics.service';
+import { idPattern } from '../common/input-bounds';
 
 @ApiTags('Analytics')
 @Controller('analytics')
@@ -18,7 +19,7 @@ export class AnalyticsController {
     operationId: 'getAgentAnalytics',
     summary: 'Usage of one agent over a window: totals and a daily series (newest first, paginated)',
   })
-  @ApiParam({ name: 'agent_id', description: '`agent_<24 hex>` (the bare 24-hex id is accepted too)', schema: { type: 'string', pattern: '^(agent_[a-f0-9]{24}|[a-f0-9]{24})$' } })
+  @ApiParam({ name: 'agent_id', description: '`agent_<24 hex>` (the bare 24-hex id is accepted too)', schema: { type: 'string', pattern: idPattern('agent', { allowBare: true }) } })
   @ApiEnvelope(AgentAnalyticsDto, { paginated: true })
   @ApiErrors(404, 422)
   getAgentAnalytics(

@@ -1,15 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import { IsArray, IsBoolean, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsArray, IsBoolean, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { ApiError, ErrorCode } from '../common/api-error';
 import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { newId } from '../../libs/ids/ids';
 import { ApiKeysService, generateToken, isWellFormedToken, type ApiKeyInput } from './api-keys.service';
-import { isScope } from './scopes';
+import { isScope, SCOPES } from './scopes';
+import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
 export class ApiKeyFixture {
-  @IsOptional() @Matches(/^key_[a-f0-9]{24}$/, { message: 'must be key_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @IsIdOf('key') id?: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) label?: string;
   @IsOptional() @IsString() token?: string;
   @IsArray() @IsString({ each: true }) scopes!: string[];
@@ -21,6 +22,8 @@ export class ApiKeyFixture {
 export class ApiKeysFixtureSection extends RegisteredFixtureSection<ApiKeyInput[]> {
   readonly name = 'api_keys';
   readonly order = 10;
+  // the demo organization's one key is built with it (src/fixtures/demo-fixture.ts)
+  readonly demoFile = null;
 
   constructor(
     registry: FixtureRegistry,
@@ -35,7 +38,7 @@ export class ApiKeysFixtureSection extends RegisteredFixtureSection<ApiKeyInput[
         throw new FixtureError(`${path}[${index}].token`, 'must be svc_live_ followed by 32 to 128 URL-safe characters');
       }
       const unknown = item.scopes.find((scope) => !isScope(scope));
-      if (unknown !== undefined) throw new FixtureError(`${path}[${index}].scopes`, `unknown scope ${unknown}`);
+      if (unknown !== undefined) throw new FixtureError(`${path}[${index}].scopes`, `unknown scope ${unknown}; valid scopes: ${SCOPES.join(', ')}`);
       if (item.scopes.length === 0) throw new FixtureError(`${path}[${index}].scopes`, 'at least one scope is required');
       const id = item.id ?? newId('key');
       const label = item.label ?? 'fixture';

@@ -1,4 +1,4 @@
-import { iso } from '../orgs/orgs.mapper';
+import { iso } from '../common/iso';
 import type { ApiKeyRow } from './api-keys.repository';
 
 /** What an operator may see of a key: never the token, its hash or its lookup prefix. */

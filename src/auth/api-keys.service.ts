@@ -7,7 +7,7 @@ import { LOGGER, type AppLogger } from '../common/logger';
 import type { AuthContext } from '../common/request-context';
 import type { DbOrTx } from '../database/database.types';
 import { ApiKeysRepository, type ApiKeyRow } from './api-keys.repository';
-import { API_KEY_PREFIX, isScope, type Scope } from './scopes';
+import { API_KEY_PREFIX, isScope, SCOPES, type Scope } from './scopes';
 
 const SECRET_LENGTH = 40;
 const LOOKUP_PREFIX_LENGTH = 8;
@@ -252,7 +252,7 @@ function unauthorized(message: string): ApiError {
 
 export function validateScopes(scopes: string[]): Scope[] {
   const unknown = scopes.filter((scope) => !isScope(scope));
-  if (unknown.length > 0) throw ApiError.field('scopes', `unknown scopes: ${unknown.join(', ')}`);
-  if (scopes.length === 0) throw ApiError.field('scopes', 'at least one scope is required');
+  if (unknown.length > 0) throw ApiError.field('scopes', `unknown scopes: ${unknown.join(', ')}; valid scopes: ${SCOPES.join(', ')}`);
+  if (scopes.length === 0) throw ApiError.field('scopes', `at least one scope is required; valid scopes: ${SCOPES.join(', ')}`);
   return [...new Set(scopes)] as Scope[];
 }

@@ -7,6 +7,7 @@ import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { ChatbotDto } from './chatbots.dto';
 import { ChatbotsService } from './chatbots.service';
+import { idPattern } from '../common/input-bounds';
 
 @ApiTags('Chatbots')
 @Controller('chatbots')
@@ -25,7 +26,7 @@ export class ChatbotsController {
   @Get(':id')
   @RequireScope('chatbots:read')
   @ApiOperation({ operationId: 'getChatbot', summary: 'One chatbot' })
-  @ApiParam({ name: 'id', description: '`chatbot_<24 hex>`', schema: { type: 'string', pattern: '^chatbot_[a-f0-9]{24}$' } })
+  @ApiParam({ name: 'id', description: '`chatbot_<24 hex>`', schema: { type: 'string', pattern: idPattern('chatbot') } })
   @ApiEnvelope(ChatbotDto)
   @ApiErrors(404)
   getChatbot(@Auth() auth: AuthContext, @Param('id') id: string): Promise<ChatbotDto> {

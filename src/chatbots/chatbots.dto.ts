@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { idPattern } from '../common/input-bounds';
 
 export class ChatbotDto {
-  @ApiProperty({ pattern: '^chatbot_[a-f0-9]{24}$' }) id!: string;
+  @ApiProperty({ pattern: idPattern('chatbot') }) id!: string;
   @ApiProperty({ description: 'widget identifier embedded in customer sites; safe to expose' }) public_id!: string;
   @ApiProperty() name!: string;
   @ApiPropertyOptional({ type: 'string', nullable: true }) agent_id?: string | null;

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { IsArray, IsBoolean, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsArray, IsBoolean, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength } from 'class-validator';
 import { randomUrlSafe } from '../../libs/crypto/crypto';
 import { newId } from '../../libs/ids/ids';
 import { cascadeStateOf } from '../agents/agents.fixtures';
@@ -7,13 +7,14 @@ import { BOUNDS } from '../common/input-bounds';
 import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { ChatbotsRepository, type NewChatbotRow } from './chatbots.repository';
+import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
 export class ChatbotFixture {
-  @IsOptional() @Matches(/^chatbot_[a-f0-9]{24}$/, { message: 'must be chatbot_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @IsIdOf('chatbot') id?: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(100) public_id?: string;
   @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
-  @IsOptional() @Matches(/^agent_[a-f0-9]{24}$/, { message: 'must be agent_<24 lowercase hex>' }) agent_id?: string | null;
+  @IsOptional() @IsIdOf('agent') agent_id?: string | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
   @IsOptional() @IsBoolean() allow_write_tools?: boolean;
   @IsOptional() @IsArray() @IsString({ each: true }) allowed_domains?: string[];
@@ -30,6 +31,7 @@ export class ChatbotFixture {
 export class ChatbotsFixtureSection extends RegisteredFixtureSection<NewChatbotRow[]> {
   readonly name = 'chatbots';
   readonly order = 60;
+  readonly demoFile = 'src/chatbots/chatbots.demo.json';
 
   constructor(
     registry: FixtureRegistry,

@@ -1,5 +1,5 @@
 import type { chatbots } from '../database/schema';
-import { iso } from '../orgs/orgs.mapper';
+import { iso } from '../common/iso';
 import type { ChatbotDto } from './chatbots.dto';
 
 export type ChatbotRow = typeof chatbots.$inferSelect;

@@ -9,6 +9,7 @@ import { AgentsTrashService } from '../agents/agents-trash.service';
 import { AppModule } from '../app.module';
 import { mapApiKey } from '../auth/api-keys.mapper';
 import { ApiKeysService, validateScopes } from '../auth/api-keys.service';
+import { SCOPES } from '../auth/scopes';
 import { ApiError } from '../common/api-error';
 import { uniqueViolationConstraint } from '../common/database-errors';
 import { createLogger, PinoNestLogger, type AppLogger } from '../common/logger';
@@ -63,6 +64,8 @@ export interface CommandSpec {
   name: string;
   usage: string;
   summary: string;
+  /** appended to this command's usage errors (e.g. the valid values of an option) */
+  hint?: string;
   /** names of the required positional arguments */
   positionals: string[];
   options: OptionSpec;
@@ -167,6 +170,7 @@ export const COMMANDS: CommandSpec[] = [
     name: 'keys create',
     usage: 'keys create --org ORG_ID --scopes a:read,b:write [--label L] [--expires-at ISO]',
     summary: 'create an API key; prints the token once',
+    hint: `valid scopes: ${SCOPES.join(', ')}`,
     positionals: [],
     options: { org: { type: 'string' }, scopes: { type: 'string' }, label: { type: 'string' }, 'expires-at': { type: 'string' } },
     required: ['org', 'scopes'],
@@ -245,11 +249,14 @@ export const COMMANDS: CommandSpec[] = [
 
 function helpText(): string {
   return [
-    'usage: npm run cli -- <command> [--json]',
+    'usage: npx agent-platform <command> [--json]   (or: npm run cli -- <command> [--json])',
     '',
     ...COMMANDS.map((command) => `  ${command.usage.padEnd(84)} ${command.summary}`),
     '',
-    '--json prints one JSON document on stdout. Settings come from the environment, as for the server.',
+    `scopes (for keys create --scopes, comma-separated): ${SCOPES.join(', ')}`,
+    '',
+    '--json prints one JSON document on stdout (npm run prints its own "> script" banner there first; npx agent-platform or npm run -s does not).',
+    'Settings come from the environment, as for the server.',
   ].join('\n');
 }
 
@@ -296,18 +303,19 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     const found = findCommand(rest);
     if (!found) throw usageError(`unknown command "${rest.filter((arg) => !arg.startsWith('-')).join(' ')}"; run with --help to list the commands`);
     const { command } = found;
+    const usage = command.hint ? `${command.usage}; ${command.hint}` : command.usage;
 
     let parsed: { values: OptionValues; positionals: string[] };
     try {
       parsed = parseArgs({ args: found.rest, options: command.options, allowPositionals: true, strict: true }) as typeof parsed;
     } catch (error) {
-      throw usageError(`${(error as Error).message.split('\n')[0].replace(/\.$/, '')}; usage: ${command.usage}`);
+      throw usageError(`${(error as Error).message.split('\n')[0].replace(/\.$/, '')}; usage: ${usage}`);
     }
     if (parsed.positionals.length !== command.positionals.length) {
-      throw usageError(`expected ${command.positionals.length === 0 ? 'no arguments' : command.positionals.join(' ')}; usage: ${command.usage}`);
+      throw usageError(`expected ${command.positionals.length === 0 ? 'no arguments' : command.positionals.join(' ')}; usage: ${usage}`);
     }
     const missing = (command.required ?? []).filter((name) => typeof parsed.values[name] !== 'string' || parsed.values[name] === '');
-    if (missing.length > 0) throw usageError(`missing ${missing.map((name) => `--${name}`).join(', ')}; usage: ${command.usage}`);
+    if (missing.length > 0) throw usageError(`missing ${missing.map((name) => `--${name}`).join(', ')}; usage: ${usage}`);
 
     // the CLI is quiet unless asked: only warnings by default, always on stderr
     const config = loadConfig({ LOG_LEVEL: 'warn', ...env }, { jobsEnabled: false });

@@ -3,6 +3,7 @@ import { APP_CONFIG, type AppConfig } from '../config/config';
 import { FixtureRegistry } from '../fixtures/fixture-registry';
 import { LOGGER, type AppLogger } from './logger';
 import { Paginator } from './pagination';
+import { ScheduledJobs } from './scheduled-jobs';
 
 /** Configuration, logger and the shared helpers every module may inject. */
 @Global()
@@ -11,8 +12,8 @@ export class CoreModule {
   static forRoot(config: AppConfig, logger: AppLogger): DynamicModule {
     return {
       module: CoreModule,
-      providers: [{ provide: APP_CONFIG, useValue: config }, { provide: LOGGER, useValue: logger }, Paginator, FixtureRegistry],
-      exports: [APP_CONFIG, LOGGER, Paginator, FixtureRegistry],
+      providers: [{ provide: APP_CONFIG, useValue: config }, { provide: LOGGER, useValue: logger }, Paginator, FixtureRegistry, ScheduledJobs],
+      exports: [APP_CONFIG, LOGGER, Paginator, FixtureRegistry, ScheduledJobs],
     };
   }
 }

@@ -1,5 +1,5 @@
 import { ValidateBy, type ValidationOptions } from 'class-validator';
-import { ID_PREFIXES, type IdKind } from '../../libs/ids/ids';
+import { ID_PREFIXES, isId, type IdKind } from '../../libs/ids/ids';
 
 /**
  * Upper bounds of every request input: one constant per bound, used by the
@@ -101,4 +101,9 @@ export function IsBoundedJson(options?: ValidationOptions): PropertyDecorator {
     },
     options,
   );
+}
+
+/** class-validator: exactly `<prefix>_<24 lowercase hex>` of this kind (fixture ids; the pattern is `idPattern(kind)`). */
+export function IsIdOf(kind: IdKind, options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy({ name: 'isIdOf', constraints: [kind], validator: { validate: (value: unknown) => isId(kind, value), defaultMessage: () => `must be ${ID_PREFIXES[kind]}_<24 lowercase hex>` } }, options);
 }

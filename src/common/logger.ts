@@ -69,7 +69,7 @@ function flushQuietly(stream: BufferedStream): void {
   }
 }
 
-/** Writes out the lines still buffered (before plain text on the same stream, to keep the order). */
+/** Writes out the lines still buffered (before plain text for the person starting the service, so the two keep their order on a terminal). */
 export function flushLogger(logger: AppLogger): void {
   const stream = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as BufferedStream | undefined;
   if (stream && BUFFERED.has(stream)) flushQuietly(stream);

@@ -7,6 +7,7 @@ import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { ConnectorDetailDto, ConnectorSummaryDto } from './connectors.dto';
 import { ConnectorsService } from './connectors.service';
+import { idPattern } from '../common/input-bounds';
 
 @ApiTags('Connectors')
 @Controller('connectors')
@@ -25,7 +26,7 @@ export class ConnectorsController {
   @Get(':id')
   @RequireScope('connectors:read')
   @ApiOperation({ operationId: 'getConnector', summary: 'One connector with its tools' })
-  @ApiParam({ name: 'id', description: '`connector_<24 hex>` or the bare 24-hex id', schema: { type: 'string', pattern: '^(connector_[a-f0-9]{24}|[a-f0-9]{24})$' } })
+  @ApiParam({ name: 'id', description: '`connector_<24 hex>` or the bare 24-hex id', schema: { type: 'string', pattern: idPattern('connector', { allowBare: true }) } })
   @ApiEnvelope(ConnectorDetailDto)
   @ApiErrors(404)
   getConnector(@Auth() auth: AuthContext, @Param('id') id: string): Promise<ConnectorDetailDto> {

@@ -1,10 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { idPattern } from '../common/input-bounds';
 
 export const CONNECTOR_STATUSES = ['connected', 'auth_failed', 'token_expired'] as const;
 export const CONNECTOR_TOOL_TYPES = ['read', 'write'] as const;
 
 export class ConnectorSummaryDto {
-  @ApiProperty({ pattern: '^connector_[a-f0-9]{24}$' }) id!: string;
+  @ApiProperty({ pattern: idPattern('connector') }) id!: string;
   @ApiProperty({ description: 'kind of third-party tool' }) type!: string;
   @ApiProperty({ description: 'display name; distinguishes several instances of the same type' }) name!: string;
   @ApiProperty({ enum: CONNECTOR_STATUSES }) status!: string;

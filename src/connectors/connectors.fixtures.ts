@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
-import { IsArray, IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { IsArray, IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import { OptionalNonNull, IsDateTime } from '../common/validation';
 import type { Transaction } from '../database/database.types';
@@ -8,6 +8,7 @@ import type { ConnectorToolRow } from '../database/schema';
 import { fixtureDate, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CONNECTOR_STATUSES, CONNECTOR_TOOL_TYPES } from './connectors.dto';
 import { ConnectorsRepository, type NewConnectorRow } from './connectors.repository';
+import { IsIdOf } from '../common/input-bounds';
 
 /** The spec types a tool's optional fields without null. */
 export class ConnectorToolFixture {
@@ -20,7 +21,7 @@ export class ConnectorToolFixture {
 }
 
 export class ConnectorFixture {
-  @IsOptional() @Matches(/^connector_[a-f0-9]{24}$/, { message: 'must be connector_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @IsIdOf('connector') id?: string;
   @IsString() @IsNotEmpty() @MaxLength(100) type!: string;
   @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
   @IsOptional() @IsIn(CONNECTOR_STATUSES) status?: string;
@@ -35,6 +36,7 @@ export class ConnectorFixture {
 export class ConnectorsFixtureSection extends RegisteredFixtureSection<NewConnectorRow[]> {
   readonly name = 'connectors';
   readonly order = 20;
+  readonly demoFile = 'src/connectors/connectors.demo.json';
 
   constructor(
     registry: FixtureRegistry,

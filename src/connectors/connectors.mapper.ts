@@ -1,5 +1,5 @@
 import type { connectors, ConnectorToolRow } from '../database/schema';
-import { iso } from '../orgs/orgs.mapper';
+import { iso } from '../common/iso';
 import type { ConnectorDetailDto, ConnectorSummaryDto, ConnectorToolDto } from './connectors.dto';
 
 export type ConnectorRow = typeof connectors.$inferSelect;

@@ -2,7 +2,7 @@ import { applyDecorators, Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import type { Page } from '../common/envelope';
-import { BOUNDS } from '../common/input-bounds';
+import { BOUNDS, idPattern } from '../common/input-bounds';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
 import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
@@ -51,7 +51,7 @@ const LIST_PARAM_NAMES = [
 const CONVERSATION_ID = {
   name: 'id',
   description: '`conv_<24 hex>` or the bare 24-hex id',
-  schema: { type: 'string' as const, pattern: '^(conv_[a-f0-9]{24}|[a-f0-9]{24})$' },
+  schema: { type: 'string' as const, pattern: idPattern('conversation', { allowBare: true }) },
 };
 
 @ApiTags('Conversations')

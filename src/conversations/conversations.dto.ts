@@ -104,7 +104,7 @@ export class ToolCallDto {
 }
 
 export class MessageDto {
-  @ApiPropertyOptional({ type: 'string', nullable: true }) id?: string | null;
+  @ApiPropertyOptional({ type: 'string', nullable: true, pattern: idPattern('message') }) id?: string | null;
   @ApiProperty({ enum: MESSAGE_ROLES }) role!: string;
   @ApiProperty() content!: string;
   @ApiPropertyOptional({ type: [ToolCallDto], nullable: true }) tool_calls?: ToolCallDto[] | null;
@@ -116,7 +116,7 @@ export class MessageDto {
 }
 
 export class ConversationSummaryDto {
-  @ApiProperty({ pattern: '^conv_[a-f0-9]{24}$' }) id!: string;
+  @ApiProperty({ pattern: idPattern('conversation') }) id!: string;
   @ApiPropertyOptional({ type: 'string', nullable: true }) title?: string | null;
   @ApiProperty({ enum: CONVERSATION_SOURCES }) source!: string;
   @ApiPropertyOptional({ type: 'string', nullable: true }) agent_id?: string | null;

@@ -8,7 +8,6 @@ import {
   IsObject,
   IsOptional,
   IsString,
-  Matches,
   MaxLength,
   Min,
   ValidateNested,
@@ -19,6 +18,7 @@ import type { ToolCallRow } from '../database/schema';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CONVERSATION_SOURCES, MESSAGE_ROLES } from './conversations.dto';
 import { ConversationsRepository, type NewConversationRow, type NewMessageRow } from './conversations.repository';
+import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
 export class ToolCallFixture {
@@ -29,7 +29,7 @@ export class ToolCallFixture {
 }
 
 export class MessageFixture {
-  @IsOptional() @Matches(/^msg_[a-f0-9]{24}$/, { message: 'must be msg_<24 lowercase hex>' }) id?: string | null;
+  @IsOptional() @IsIdOf('message') id?: string | null;
   @IsIn(MESSAGE_ROLES) role!: string;
   @IsString() content!: string;
   @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => ToolCallFixture) tool_calls?: ToolCallFixture[] | null;
@@ -41,16 +41,16 @@ export class MessageFixture {
 }
 
 export class ConversationFixture {
-  @IsOptional() @Matches(/^conv_[a-f0-9]{24}$/, { message: 'must be conv_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @IsIdOf('conversation') id?: string;
   @IsOptional() @IsString() @MaxLength(500) title?: string | null;
   @IsIn(CONVERSATION_SOURCES) source!: string;
-  @IsOptional() @Matches(/^agent_[a-f0-9]{24}$/, { message: 'must be agent_<24 lowercase hex>' }) agent_id?: string | null;
+  @IsOptional() @IsIdOf('agent') agent_id?: string | null;
   @IsOptional() @IsString() @MaxLength(200) model?: string | null;
   @IsOptional() @IsBoolean() autonomous?: boolean;
   @IsOptional() @IsBoolean() is_onboarding?: boolean;
   @IsOptional() @IsBoolean() is_simulation?: boolean;
   @IsOptional() @IsInt() @Min(1) conversation_number?: number | null;
-  @IsOptional() @Matches(/^conv_[a-f0-9]{24}$/, { message: 'must be conv_<24 lowercase hex>' }) parent_conversation_id?: string | null;
+  @IsOptional() @IsIdOf('conversation') parent_conversation_id?: string | null;
   @IsOptional() @IsInt() @Min(0) credits_used?: number;
   @IsOptional() @IsObject() metadata?: Record<string, unknown> | null;
   @IsOptional() @IsInt() @Min(0) message_count?: number | null;
@@ -92,6 +92,7 @@ export function ticketIdsOf(metadata: Record<string, unknown> | null | undefined
 export class ConversationsFixtureSection extends RegisteredFixtureSection<ParsedConversations> {
   readonly name = 'conversations';
   readonly order = 50;
+  readonly demoFile = 'src/conversations/conversations.demo.json';
 
   constructor(
     registry: FixtureRegistry,

@@ -1,4 +1,4 @@
-import { iso } from '../orgs/orgs.mapper';
+import { iso } from '../common/iso';
 import type { ConversationDetailDto, ConversationSummaryDto, MessageDto } from './conversations.dto';
 import type { ConversationSummaryRow, MessageViewRow } from './conversations.repository';
 

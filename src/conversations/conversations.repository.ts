@@ -20,12 +20,7 @@ export type ConversationSummaryRow = Omit<ConversationRow, 'triggerPayload' | 't
 const { orgId: _messageOrg, conversationId: _messageConversation, ...messageColumns } = getTableColumns(messages);
 export type MessageViewRow = Omit<MessageRow, 'orgId' | 'conversationId'>;
 
-/**
- * The creation second encoded at the start of a conversation id, as a time.
- * Spelled exactly like the predicates of the `…_early_idx` partial indexes
- * (migration 0003), so the planner matches them; inline rather than a SQL
- * function, so the query stays correct even where that migration is missing.
- */
+/** The creation second at the start of a conversation id, spelled as the `…_early_idx` partial indexes spell it (so they match). */
 const ID_TIME = sql.raw(`to_timestamp(('x' || substr("conversations"."id", 6, 8))::bit(32)::bigint)`);
 
 /** `%`, `_` and `\` are ILIKE wildcards / the escape character: make them literal. */
@@ -43,11 +38,8 @@ function metadataAlternatives(value: string): unknown[] {
 
 /**
  * One predicate of the list query: its part of the shape key, its SQL
- * (placeholders only) and their values. `planStable`: PostgreSQL's generic
- * plan for it (planned once, without the values) is the plan it makes with
- * the values; false where the best plan depends on the value (ranges, the
- * ticket and metadata containment, q), whose generic plans measured 15–29 ms
- * against 0.2–0.4 ms (docs/decisions.md).
+ * (placeholders only) and their values. `planStable`: a generic plan serves
+ * every value (docs/decisions.md, "Prepared list statements").
  */
 interface ListTerm {
   shape: string;
@@ -173,14 +165,9 @@ export class ConversationsRepository {
   }
 
   /**
-   * Newest first, keyset on id; every filter maps to an indexed predicate (see
-   * docs/decisions.md). A filter shape (which filters, not their values)
-   * whose predicates all plan alike whatever the values is a prepared
-   * statement: drizzle builds its SQL once, and PostgreSQL parses it once per
-   * connection and may keep one generic plan. Other shapes are built per
-   * request, so PostgreSQL plans them with their values. At most
-   * `MAX_PREPARED_SHAPES` are kept (each is a named statement on every pooled
-   * connection); shapes beyond that are built per request too.
+   * Newest first, keyset on id. A plan-stable filter shape runs as a named
+   * prepared statement (at most MAX_PREPARED_SHAPES); other shapes are built
+   * per request so PostgreSQL plans them with their values (docs/decisions.md).
    */
   list(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[]> {
     const plan = this.listQuery(orgId, filters, afterId, fetch);
@@ -199,17 +186,10 @@ export class ConversationsRepository {
   }
 
   /**
-   * The list query of this request's filter shape, with placeholders for
-   * every value (`build`), the values (`values`), and the shape key they
-   * are cached by. The benchmark prints its plan with EXPLAIN ANALYZE.
-   *
-   * With `created_before` / `last_message_before` a plain `ORDER BY id DESC` scan
-   * would walk every newer row before reaching the bound (the planner cannot know
-   * ids and times are correlated). Ids start with their creation second, so the
-   * query is split: rows with an id below the bound's second (index scan from the
-   * bound down), plus the few rows whose time is earlier than their own id time
-   * (partial index `…_early_idx`, migration 0003) — together exactly the rows
-   * that can satisfy the bound.
+   * The list query of this filter shape: `build` (placeholders only), its
+   * `values`, and the `shape` key it is cached by. A `*_before` bound splits
+   * it at the bound's id second, so the scan starts at the bound instead of
+   * walking every newer row (docs/decisions.md, "Why the `*_before` split").
    */
   listQuery(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number) {
     const c = conversations;

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { Page } from '../common/envelope';
@@ -8,15 +8,9 @@ import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { CreateCustomToolDto, CustomToolDto, UpdateCustomToolDto } from './custom-tools.dto';
 import { CustomToolsService } from './custom-tools.service';
+import { idPattern } from '../common/input-bounds';
 
-const TOOL_ID = { name: 'id', description: '`tool_<24 hex>`', schema: { type: 'string', pattern: '^tool_[a-f0-9]{24}$' } } as const;
-const IDEMPOTENCY_KEY = {
-  name: 'Idempotency-Key',
-  required: false,
-  description: '1 to 128 ASCII characters; a retry with the same key and body returns the stored response.',
-  schema: { type: 'string', minLength: 1, maxLength: 128 },
-} as const;
-
+const TOOL_ID = { name: 'id', description: '`tool_<24 hex>`', schema: { type: 'string', pattern: idPattern('customTool') } } as const;
 @ApiTags('Custom tools')
 @Controller('custom_tools')
 export class CustomToolsController {
@@ -38,7 +32,6 @@ export class CustomToolsController {
     summary: 'Create a custom tool',
     description: '`name` is generated from `label`. Credentials are encrypted at rest and never returned. Plan cap: `limits.custom_tool_slots`.',
   })
-  @ApiHeader(IDEMPOTENCY_KEY)
   // "Try it out" in /docs sends this as it is: a valid body with only the required fields
   @ApiBody({
     type: CreateCustomToolDto,
@@ -73,7 +66,6 @@ export class CustomToolsController {
     description: 'Omitted fields are unchanged; `name` cannot be changed. Sending `auth.credentials` rotates them; omitting them keeps them.',
   })
   @ApiParam(TOOL_ID)
-  @ApiHeader(IDEMPOTENCY_KEY)
   @ApiEnvelope(CustomToolDto)
   @ApiErrors(404, 409, 422)
   updateCustomTool(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: UpdateCustomToolDto): Promise<CustomToolDto> {

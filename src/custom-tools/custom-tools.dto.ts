@@ -14,7 +14,7 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
-import { BOUNDS } from '../common/input-bounds';
+import { BOUNDS, idPattern } from '../common/input-bounds';
 import { OptionalNonNull } from '../common/validation';
 import { AUTH_TYPES, HTTP_METHODS, MAX_HEADERS, MAX_PARAMETERS, PARAM_LOCATIONS, PARAM_TYPES, TOOL_TYPES } from './custom-tools.rules';
 
@@ -45,7 +45,7 @@ export class CustomToolGroupDto {
 }
 
 export class CustomToolDto {
-  @ApiProperty({ pattern: '^tool_[a-f0-9]{24}$' }) id!: string;
+  @ApiProperty({ pattern: idPattern('customTool') }) id!: string;
   @ApiProperty({ description: 'generated from `label`, prefixed `custom_`; immutable after creation' }) name!: string;
   @ApiProperty() label!: string;
   @ApiProperty() description!: string;

@@ -77,6 +77,7 @@ interface ParsedTool {
 export class CustomToolsFixtureSection extends RegisteredFixtureSection<ParsedTool[]> {
   readonly name = 'custom_tools';
   readonly order = 30;
+  readonly demoFile = 'src/custom-tools/custom-tools.demo.json';
 
   constructor(
     registry: FixtureRegistry,

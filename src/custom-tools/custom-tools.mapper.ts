@@ -1,5 +1,5 @@
 import type { customTools } from '../database/schema';
-import { iso } from '../orgs/orgs.mapper';
+import { iso } from '../common/iso';
 import type { CustomToolDto, CustomToolParamDto } from './custom-tools.dto';
 
 export type CustomToolRow = typeof customTools.$inferSelect;

@@ -22,15 +22,11 @@ const PROBE = '2026-01-01 00:00:00+00';
 type Queryable = Pick<PGlite, 'query'>;
 
 /**
- * The PGlite client drizzle is given. drizzle's driver passes
- * `{ parsers: { <those types>: v => v } }` with every query, and PGlite
- * answers any query that carries `parsers` by copying its whole parser table
- * (~320 entries) into a new object first: ~100 µs per query, about 40 % of a
- * point read (measured: 145 µs a query without, 250 µs with). Here those
- * text parsers are installed on the instance once, after its array types are
- * set up, and the per-query option is dropped when it asks for exactly that
- * (text types only, each parser returning its input): the rows are the same,
- * without the copy. Anything else passes through untouched.
+ * The PGlite client drizzle is given. PGlite copies its whole parser table
+ * for every query that carries drizzle's `parsers` option; here those
+ * identity text parsers are installed once and the per-query option is
+ * dropped when it asks for exactly them (same rows, no copy; the cost is in
+ * docs/performance.md). Anything else passes through untouched.
  */
 export function drizzlePgliteClient(client: PGlite): PGlite {
   for (const oid of DRIZZLE_TEXT_TYPES) client.parsers[oid] = asText;

@@ -1,49 +1,23 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
-import { CronJob } from 'cron';
-import { LOGGER, type AppLogger } from '../common/logger';
+import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
+import { ScheduledJobs } from '../common/scheduled-jobs';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { IdempotencyService } from './idempotency.service';
 
 export const IDEMPOTENCY_PURGE_JOB = 'idempotency-purge';
 
 /**
- * Deletes expired idempotency records on `IDEMPOTENCY_PURGE_CRON`. Every
- * instance may run it: batches skip rows another instance has locked, and a
- * run that is still going when the next tick comes is not started twice.
+ * Expired idempotency records deleted on IDEMPOTENCY_PURGE_CRON. Every
+ * instance may run it: batches skip rows another instance has locked.
  */
 @Injectable()
-export class IdempotencyPurgeJob implements OnApplicationBootstrap, OnApplicationShutdown {
-  private running = false;
-
+export class IdempotencyPurgeJob implements OnApplicationBootstrap {
   constructor(
-    private readonly idempotency: IdempotencyService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @Inject(LOGGER) private readonly logger: AppLogger,
-    // present only when ScheduleModule is imported (config.jobsEnabled)
-    @Optional() private readonly scheduler?: SchedulerRegistry,
+    private readonly idempotency: IdempotencyService,
+    private readonly jobs: ScheduledJobs,
   ) {}
 
   onApplicationBootstrap(): void {
-    if (!this.config.jobsEnabled || !this.config.idempotencyPurgeCron || !this.scheduler) return;
-    const job = CronJob.from({ cronTime: this.config.idempotencyPurgeCron, onTick: () => void this.run(), start: false });
-    this.scheduler.addCronJob(IDEMPOTENCY_PURGE_JOB, job);
-    job.start();
-  }
-
-  onApplicationShutdown(): void {
-    if (this.scheduler?.doesExist('cron', IDEMPOTENCY_PURGE_JOB)) this.scheduler.deleteCronJob(IDEMPOTENCY_PURGE_JOB);
-  }
-
-  async run(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      await this.idempotency.purgeExpired();
-    } catch (error) {
-      this.logger.warn({ err: { message: (error as Error).message } }, 'idempotency purge failed; retried on the next tick');
-    } finally {
-      this.running = false;
-    }
+    this.jobs.schedule({ name: IDEMPOTENCY_PURGE_JOB, cron: this.config.idempotencyPurgeCron, run: (now) => this.idempotency.purgeExpired(now) });
   }
 }

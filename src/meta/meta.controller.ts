@@ -4,7 +4,7 @@ import { Public } from '../auth/auth.decorators';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { RawResponse } from '../common/envelope';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
-import { DOCS_PATH } from './openapi-document';
+import { DOCS_PATH } from '../common/api-paths';
 
 export class BannerDto {
   @ApiProperty({ example: 'Agent Platform REST API' }) name!: string;

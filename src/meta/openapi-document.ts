@@ -1,12 +1,10 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { BEARER_SCHEME } from '../auth/auth.decorators';
+import { API_PREFIX } from '../common/api-paths';
 import { documentIdempotency } from '../idempotency/idempotency.openapi';
 import { documentRateLimits } from '../rate-limit/rate-limit.openapi';
 
-export const API_PREFIX = 'api/v1';
-/** the interactive API reference (the banner's `docs` field), outside the API prefix */
-export const DOCS_PATH = 'docs';
 export const API_VERSION = '1.0.0';
 
 type Json = unknown;

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { idPattern } from '../common/input-bounds';
 
 export class OrgCreditsDto {
   @ApiProperty({ type: 'integer', minimum: 0 }) total!: number;
@@ -26,7 +27,7 @@ export const ORG_STATUSES = ['active', 'trialing', 'past_due', 'suspended'] as c
 export type OrgStatus = (typeof ORG_STATUSES)[number];
 
 export class OrgDto {
-  @ApiProperty({ example: 'org_0123456789abcdef01234567' }) id!: string;
+  @ApiProperty({ example: 'org_0123456789abcdef01234567', pattern: idPattern('org') }) id!: string;
   @ApiProperty() name!: string;
   @ApiProperty() slug!: string;
   @ApiProperty({ description: 'Plan name.' }) plan!: string;

@@ -1,6 +1,7 @@
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, Min, ValidateNested } from 'class-validator';
 import { ORG_STATUSES } from './orgs.dto';
+import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
 export class CreditsFixture {
@@ -30,7 +31,7 @@ export class TrialFixture {
  * (`api_keys`, `members`, `agents`, …) are validated by their modules.
  */
 export class OrgFixture {
-  @IsOptional() @Matches(/^org_[a-f0-9]{24}$/, { message: 'must be org_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @IsIdOf('org') id?: string;
   @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
   @IsOptional() @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'must be lowercase letters, digits and dashes' }) slug?: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64) plan?: string;

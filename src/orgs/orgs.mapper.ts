@@ -1,9 +1,8 @@
+import { iso } from '../common/iso';
 import type { orgs } from '../database/schema';
 import type { OrgDto } from './orgs.dto';
 
 export type OrgRow = typeof orgs.$inferSelect;
-
-export const iso = (value: Date | null | undefined): string | null => (value ? value.toISOString() : null);
 
 /** Whitelisted response: built field by field from the row (STYLE.md #5). */
 export function mapOrg(row: OrgRow): OrgDto {

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { Page } from '../common/envelope';
@@ -8,8 +8,9 @@ import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { CreateSourceDto, SourceDto } from './sources.dto';
 import { SourcesService } from './sources.service';
+import { idPattern } from '../common/input-bounds';
 
-const SOURCE_ID = { name: 'id', description: '`source_<24 hex>`', schema: { type: 'string', pattern: '^source_[a-f0-9]{24}$' } } as const;
+const SOURCE_ID = { name: 'id', description: '`source_<24 hex>`', schema: { type: 'string', pattern: idPattern('source') } } as const;
 
 @ApiTags('Sources')
 @Controller('sources')
@@ -32,12 +33,6 @@ export class SourcesController {
     summary: 'Create a website or webpage source',
     description:
       '`type` = `upload` returns 409 (the singleton already exists); `type` = `connector` returns 422. New sources start in `sync_status` `fetching`. Plan cap: `limits.sources`.',
-  })
-  @ApiHeader({
-    name: 'Idempotency-Key',
-    required: false,
-    description: '1 to 128 ASCII characters; a retry with the same key and body returns the stored response.',
-    schema: { type: 'string', minLength: 1, maxLength: 128 },
   })
   // "Try it out" in /docs sends this as it is: a valid body
   @ApiBody({

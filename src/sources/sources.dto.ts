@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsObject, IsString, MaxLength } from 'class-validator';
 import { ApiError, ErrorCode } from '../common/api-error';
-import { BOUNDS } from '../common/input-bounds';
+import { BOUNDS, idPattern } from '../common/input-bounds';
 import { OptionalNonNull } from '../common/validation';
 
 export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
@@ -10,7 +10,7 @@ export const SYNC_STATUSES = ['ready', 'fetching', 'syncing', 'error'] as const;
 
 
 export class SourceDto {
-  @ApiProperty({ pattern: '^source_[a-f0-9]{24}$' }) id!: string;
+  @ApiProperty({ pattern: idPattern('source') }) id!: string;
   @ApiProperty({ enum: SOURCE_TYPES }) type!: string;
   @ApiProperty() name!: string;
   @ApiPropertyOptional({ type: 'string', nullable: true }) connector_id?: string | null;

@@ -9,7 +9,6 @@ import {
   IsObject,
   IsOptional,
   IsString,
-  Matches,
   MaxLength,
   Min,
   ValidateNested,
@@ -20,6 +19,7 @@ import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArr
 import { SOURCE_TYPES, SYNC_STATUSES } from './sources.dto';
 import { SourcesRepository, UPLOAD_SOURCE_NAME, type NewDocumentRow, type NewSourceRow } from './sources.repository';
 import { sourceConfigProblems } from './sources.service';
+import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
 export class DocumentFixture {
@@ -30,7 +30,7 @@ export class DocumentFixture {
 
 /** A Source as the API shows it, plus `config` and `documents` (operations.md). */
 export class SourceFixture {
-  @IsOptional() @Matches(/^source_[a-f0-9]{24}$/, { message: 'must be source_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @IsIdOf('source') id?: string;
   @IsIn(SOURCE_TYPES) type!: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) name?: string;
   @IsOptional() @IsString() @MaxLength(64) connector_id?: string | null;
@@ -55,6 +55,7 @@ interface ParsedSource {
 export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource[]> {
   readonly name = 'sources';
   readonly order = 30;
+  readonly demoFile = 'src/sources/sources.demo.json';
 
   constructor(
     registry: FixtureRegistry,

@@ -1,5 +1,5 @@
 import type { sources } from '../database/schema';
-import { iso } from '../orgs/orgs.mapper';
+import { iso } from '../common/iso';
 import type { SourceDto } from './sources.dto';
 
 export type SourceRow = typeof sources.$inferSelect;

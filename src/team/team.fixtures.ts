@@ -22,6 +22,7 @@ export class MemberFixture {
 export class MembersFixtureSection extends RegisteredFixtureSection<NewMemberRow[]> {
   readonly name = 'members';
   readonly order = 10;
+  readonly demoFile = 'src/team/team.demo.json';
 
   constructor(
     registry: FixtureRegistry,

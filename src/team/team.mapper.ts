@@ -1,5 +1,5 @@
 import type { members } from '../database/schema';
-import { iso } from '../orgs/orgs.mapper';
+import { iso } from '../common/iso';
 import type { MemberDto } from './team.dto';
 
 export type MemberRow = typeof members.$inferSelect;

@@ -7,6 +7,7 @@ import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { TriggerDto } from './triggers.dto';
 import { TriggersService } from './triggers.service';
+import { idPattern } from '../common/input-bounds';
 
 @ApiTags('Triggers')
 @Controller('triggers')
@@ -25,7 +26,7 @@ export class TriggersController {
   @Get(':id')
   @RequireScope('triggers:read')
   @ApiOperation({ operationId: 'getTrigger', summary: 'One trigger' })
-  @ApiParam({ name: 'id', description: '`trigger_<24 hex>`', schema: { type: 'string', pattern: '^trigger_[a-f0-9]{24}$' } })
+  @ApiParam({ name: 'id', description: '`trigger_<24 hex>`', schema: { type: 'string', pattern: idPattern('trigger') } })
   @ApiEnvelope(TriggerDto)
   @ApiErrors(404)
   getTrigger(@Auth() auth: AuthContext, @Param('id') id: string): Promise<TriggerDto> {

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { idPattern } from '../common/input-bounds';
 
 export const CRON_SCHEDULED_EVENT = 'cron.scheduled';
 export const CUSTOM_TRIGGER_EVENT = 'svc.custom_trigger';
@@ -18,7 +19,7 @@ export class TriggerScheduleDto {
 }
 
 export class TriggerDto {
-  @ApiProperty({ pattern: '^trigger_[a-f0-9]{24}$' }) id!: string;
+  @ApiProperty({ pattern: idPattern('trigger') }) id!: string;
   @ApiPropertyOptional({ type: 'string', nullable: true }) agent_id?: string | null;
   @ApiPropertyOptional({ type: 'string', nullable: true, description: 'null for custom and cron-scheduled triggers' }) connector_id?: string | null;
   @ApiProperty() connector_type!: string;

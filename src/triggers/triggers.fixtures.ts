@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, Min, ValidateNested } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength, Min, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import { cascadeStateOf } from '../agents/agents.fixtures';
 import { BOUNDS } from '../common/input-bounds';
@@ -8,6 +8,7 @@ import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CRON_SCHEDULED_EVENT, isCustomTrigger } from './triggers.dto';
 import { TriggersRepository, type NewTriggerRow } from './triggers.repository';
+import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
 export class TriggerScheduleFixture {
@@ -19,9 +20,9 @@ export class TriggerScheduleFixture {
 }
 
 export class TriggerFixture {
-  @IsOptional() @Matches(/^trigger_[a-f0-9]{24}$/, { message: 'must be trigger_<24 lowercase hex>' }) id?: string;
-  @IsOptional() @Matches(/^agent_[a-f0-9]{24}$/, { message: 'must be agent_<24 lowercase hex>' }) agent_id?: string | null;
-  @IsOptional() @Matches(/^connector_[a-f0-9]{24}$/, { message: 'must be connector_<24 lowercase hex>' }) connector_id?: string | null;
+  @IsOptional() @IsIdOf('trigger') id?: string;
+  @IsOptional() @IsIdOf('agent') agent_id?: string | null;
+  @IsOptional() @IsIdOf('connector') connector_id?: string | null;
   @IsString() @IsNotEmpty() @MaxLength(100) connector_type!: string;
   @IsString() @IsNotEmpty() @MaxLength(200) event!: string;
   @IsOptional() @IsBoolean() is_active?: boolean;
@@ -44,6 +45,7 @@ const iso = (value: string | null | undefined): string | null => (value ? new Da
 export class TriggersFixtureSection extends RegisteredFixtureSection<NewTriggerRow[]> {
   readonly name = 'triggers';
   readonly order = 60;
+  readonly demoFile = 'src/triggers/triggers.demo.json';
 
   constructor(
     registry: FixtureRegistry,

@@ -1,5 +1,5 @@
 import type { triggers } from '../database/schema';
-import { iso } from '../orgs/orgs.mapper';
+import { iso } from '../common/iso';
 import { CRON_SCHEDULED_EVENT, type TriggerDto, type TriggerScheduleDto } from './triggers.dto';
 
 export type TriggerRow = typeof triggers.$inferSelect;

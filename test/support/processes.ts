@@ -93,13 +93,13 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
   };
 }
 
-/** Waits until the server's stdout matches (output written after the "listening" line). */
-export async function waitForOutput(server: RunningServer, pattern: RegExp, timeoutMs = 10_000): Promise<RegExpExecArray> {
+/** Waits until the server's stdout (or stderr) matches (output written after the "listening" line). */
+export async function waitForOutput(server: RunningServer, pattern: RegExp, timeoutMs = 10_000, stream: 'stdout' | 'stderr' = 'stdout'): Promise<RegExpExecArray> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const match = pattern.exec(server.stdout());
+    const match = pattern.exec(server[stream]());
     if (match) return match;
-    if (Date.now() > until) throw new Error(`no ${pattern} in the server's output:\n${server.stdout()}`);
+    if (Date.now() > until) throw new Error(`no ${pattern} in the server's ${stream}:\n${server[stream]()}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

@@ -1,0 +1,181 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { RequestMethod, type Type } from '@nestjs/common';
+import { ModulesContainer } from '@nestjs/core';
+import { ID_PREFIXES, type IdKind } from '../libs/ids/ids';
+import { PUBLIC_ROUTE, REQUIRED_SCOPE } from '../src/auth/auth.decorators';
+import { SCOPES } from '../src/auth/scopes';
+import { idPattern } from '../src/common/input-bounds';
+import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { FixtureRegistry } from '../src/fixtures/fixture-registry';
+import { freshDemo } from './support/fresh-demo';
+import { createTestApp, type TestApp } from './support/test-app';
+
+/**
+ * A module is registered in several places (its Nest module in the app, its
+ * routes' scopes, its id prefix, its fixture section and demo rows, the
+ * OpenAPI document). Forgetting one of them must fail here, not in a
+ * newcomer's first request. docs/adding-a-module.md lists the places.
+ */
+const ROOT = resolve(__dirname, '..');
+
+/** Sections with no routes of their own, and why. */
+const SECTIONS_WITHOUT_ROUTES: Record<string, string> = {
+  api_keys: 'keys are managed by the CLI and fixtures; the API never lists them',
+};
+/** Id kinds whose ids the API never shows or takes, and why. */
+const IDS_NOT_IN_THE_API: Partial<Record<IdKind, string>> = {
+  key: 'keys are never served',
+  member: 'member ids are free-form strings (fixtures accept any), not prefixed ids',
+  user: 'user ids are free-form strings, as for members',
+};
+
+let t: TestApp;
+let document: { paths: Record<string, Record<string, Record<string, unknown>>> } & Record<string, unknown>;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  document = (await t.http.get('/api/v1/openapi.json')).body;
+});
+afterAll(() => t.close());
+
+interface ServedRoute {
+  module: string;
+  controller: string;
+  method: string;
+  /** in OpenAPI form, relative to the API prefix: `/chatbots/{id}` */
+  path: string;
+  scope: string | undefined;
+  isPublic: boolean;
+}
+
+/** Every route of every controller of every module the app holds, from Nest's own metadata (platform-independent). */
+function routesOfTheApp(): ServedRoute[] {
+  const routes: ServedRoute[] = [];
+  for (const module of t.app.get(ModulesContainer).values()) {
+    for (const wrapper of module.controllers.values()) {
+      const controller = wrapper.metatype as Type;
+      const bases = [Reflect.getMetadata(PATH_METADATA, controller) as string | string[]].flat();
+      const prototype = controller.prototype as Record<string, unknown>;
+      for (const name of Object.getOwnPropertyNames(prototype)) {
+        const handler = prototype[name];
+        if (typeof handler !== 'function' || Reflect.getMetadata(METHOD_METADATA, handler) === undefined) continue;
+        const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number].toLowerCase();
+        for (const base of bases) {
+          for (const sub of [Reflect.getMetadata(PATH_METADATA, handler) as string | string[]].flat()) {
+            const path = `/${[base, sub].filter((part) => part && part !== '/').join('/')}`.replace(/\/+/g, '/').replace(/:(\w+)/g, '{$1}');
+            routes.push({
+              module: module.metatype.name,
+              controller: controller.name,
+              method,
+              path: path.length > 1 ? path.replace(/\/$/, '') : path,
+              scope: (Reflect.getMetadata(REQUIRED_SCOPE, handler) ?? Reflect.getMetadata(REQUIRED_SCOPE, controller)) as string | undefined,
+              isPublic: Boolean(Reflect.getMetadata(PUBLIC_ROUTE, handler) ?? Reflect.getMetadata(PUBLIC_ROUTE, controller)),
+            });
+          }
+        }
+      }
+    }
+  }
+  return routes;
+}
+
+describe('every module is registered everywhere it must be', () => {
+  test('every src/*/*.module.ts is part of the app (imported in app.module.ts)', async () => {
+    const held = new Set([...t.app.get(ModulesContainer).values()].map((module) => module.metatype));
+    const missing: string[] = [];
+    for (const dir of readdirSync(join(ROOT, 'src'), { withFileTypes: true }).filter((entry) => entry.isDirectory())) {
+      for (const file of readdirSync(join(ROOT, 'src', dir.name)).filter((name) => name.endsWith('.module.ts'))) {
+        const exported = (await import(join(ROOT, 'src', dir.name, file))) as Record<string, unknown>;
+        for (const [name, value] of Object.entries(exported)) {
+          if (typeof value === 'function' && name.endsWith('Module') && !held.has(value as Type)) missing.push(`${dir.name}/${file}: ${name}`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  test("every route of every module is in the OpenAPI document, and the document has no route the app lacks", () => {
+    const routes = routesOfTheApp();
+    expect(routes.length).toBeGreaterThan(10);
+    const undocumented = routes.filter((route) => !document.paths[route.path]?.[route.method]).map((r) => `${r.controller}: ${r.method.toUpperCase()} ${r.path}`);
+    expect(undocumented).toEqual([]);
+    const served = new Set(routes.map((route) => `${route.method} ${route.path}`));
+    const documentedOnly = Object.entries(document.paths).flatMap(([path, item]) =>
+      Object.keys(item)
+        .filter((method) => ['get', 'post', 'put', 'patch', 'delete'].includes(method) && !served.has(`${method} ${path}`))
+        .map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(documentedOnly).toEqual([]);
+  });
+
+  test('every route is public or requires one scope of the scope list, the same one the document names; every scope is used', () => {
+    const problems: string[] = [];
+    const used = new Set<string>();
+    for (const route of routesOfTheApp()) {
+      const where = `${route.controller}: ${route.method.toUpperCase()} ${route.path}`;
+      const documented = document.paths[route.path]?.[route.method]?.['x-required-scope'];
+      if (route.isPublic) {
+        if (route.scope !== undefined) problems.push(`${where} is public and scoped`);
+        continue;
+      }
+      if (route.scope === undefined) problems.push(`${where} has neither @RequireScope nor @Public`);
+      else if (!(SCOPES as readonly string[]).includes(route.scope)) problems.push(`${where} requires ${route.scope}, not in src/auth/scopes.ts`);
+      else if (documented !== route.scope) problems.push(`${where}: the document says ${String(documented)}`);
+      if (route.scope) used.add(route.scope);
+    }
+    expect(problems).toEqual([]);
+    expect(SCOPES.filter((scope) => !used.has(scope))).toEqual([]);
+  });
+
+  test('every id kind of libs/ids has its pattern in the served document, and every path id uses one', () => {
+    const text = JSON.stringify(document);
+    const patterns = (kind: IdKind) => [idPattern(kind), idPattern(kind, { allowBare: true })];
+    const unpatterned = (Object.keys(ID_PREFIXES) as IdKind[]).filter(
+      (kind) => !(kind in IDS_NOT_IN_THE_API) && !patterns(kind).some((pattern) => text.includes(JSON.stringify(pattern))),
+    );
+    expect(unpatterned).toEqual([]);
+    const known = new Set((Object.keys(ID_PREFIXES) as IdKind[]).flatMap(patterns));
+    const loose: string[] = [];
+    for (const [path, item] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        for (const parameter of (operation.parameters ?? []) as Array<{ in: string; name: string; schema?: { pattern?: string } }>) {
+          if (parameter.in === 'path' && !known.has(parameter.schema?.pattern ?? '')) loose.push(`${method.toUpperCase()} ${path} {${parameter.name}}: ${parameter.schema?.pattern}`);
+        }
+      }
+    }
+    expect(loose).toEqual([]);
+  });
+
+  test('every fixture section has demo rows, and the API serves them', async () => {
+    const sections = t.app.get(FixtureRegistry).ordered();
+    expect(sections.map((section) => section.name)).toEqual(expect.arrayContaining(['agents', 'chatbots']));
+    const withoutDemo = sections
+      .filter((section) => !(section.name in SECTIONS_WITHOUT_ROUTES))
+      .filter((section) => {
+        if (section.demoFile === null) return true;
+        const rows = JSON.parse(readFileSync(join(ROOT, section.demoFile), 'utf8')) as unknown[];
+        return !Array.isArray(rows) || rows.length === 0;
+      })
+      .map((section) => section.name);
+    expect(withoutDemo).toEqual([]);
+
+    // load the demo under fresh ids; every section's rows must show up in some served GET
+    const demo = freshDemo(t.app);
+    const loaded = await t.app.get(FixtureLoader).load(demo.document);
+    const auth = `Bearer ${loaded.generated_keys[0].token}`;
+    let served = '';
+    for (const [path, item] of Object.entries(document.paths)) {
+      if (!item.get || path.includes('{')) continue;
+      served += JSON.stringify((await t.http.get(`/api/v1${path}?limit=100`).set('Authorization', auth)).body);
+    }
+    const org = demo.document.orgs[0];
+    const unserved = sections.map((section) => section.name).filter((name) => {
+      if (name in SECTIONS_WITHOUT_ROUTES) return false;
+      const ids = ((org[name] ?? []) as Array<{ id?: string }>).flatMap((row) => (row.id ? [row.id] : []));
+      return !ids.some((id) => served.includes(`"${id}"`));
+    });
+    expect(unserved).toEqual([]);
+  });
+});
