@@ -16,6 +16,7 @@ import { ApiValidationPipe } from './common/validation';
 import type { AppConfig } from './config/config';
 import type { DatabaseConnection } from './database/connection';
 import { DatabaseModule } from './database/database.module';
+import { RequestDeadlineInterceptor } from './database/request-deadline.interceptor';
 import { FixturesModule } from './fixtures/fixtures.module';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { IdempotencyModule } from './idempotency/idempotency.module';
@@ -63,8 +64,10 @@ export class AppModule {
         // one guard: authenticate → rate limit → scope and organization status (its order is stated there)
         { provide: APP_GUARD, useExisting: AuthenticationGuard },
         { provide: APP_PIPE, useClass: ApiValidationPipe },
-        // interceptors nest in registration order: idempotency outside the
-        // envelope, so it stores and replays the full enveloped body
+        // interceptors nest in registration order: the database deadline around
+        // everything; idempotency outside the envelope, so it stores and replays
+        // the full enveloped body
+        { provide: APP_INTERCEPTOR, useExisting: RequestDeadlineInterceptor },
         { provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor },
         { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
         { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },

@@ -387,61 +387,49 @@ describe('POST /agents: 10 concurrent identical requests with one key', () => {
     expect(await countRows(agents, o.orgId)).toBe(1);
   });
 
-  it('when all 10 really execute and the 409s are stored before the 201, the stored record is still the 201', async () => {
+  it('a retry that looked the key up just before the first attempt committed gets that 201 replayed, never its own 409 (issue 14 §2)', async () => {
     const o = await createOrg(t.app);
     const key = newKey();
     const raw = JSON.stringify(agentBody());
+    const first = await send('post', `${API}/agents`, raw, { key, auth: o.auth });
+    expectStatus(first, 201);
+    // the retry's lookup ran before the first attempt's commit: it finds nothing and runs,
+    // and the handle it tries is the one the first attempt took
     const service = t.app.get(IdempotencyService);
-    const realFind = service.findLive.bind(service);
-    const realRecord = service.record.bind(service);
-
-    // barrier 1: every racer has looked the key up (and found nothing) before any of them runs
-    let looked = 0;
-    let releaseLookups!: () => void;
-    const allLooked = new Promise<void>((resolve) => (releaseLookups = resolve));
-    // barrier 2: the success is stored only after every 409 was stored
-    let conflictsStored = 0;
-    let releaseSuccess!: () => void;
-    const conflictsDone = new Promise<void>((resolve) => (releaseSuccess = resolve));
-    const outcomes: number[] = [];
-
-    const find = jest.spyOn(service, 'findLive').mockImplementation(async (...args) => {
-      const found = await realFind(...args);
-      if (args[1] === key) {
-        if (++looked === 10) releaseLookups();
-        await allLooked;
-      }
-      return found;
-    });
-    const record = jest.spyOn(service, 'record').mockImplementation(async (...args) => {
-      if (args[1] !== key) return realRecord(...args);
-      if (args[2].status === 201) await conflictsDone;
-      const kept = await realRecord(...args);
-      outcomes.push(args[2].status);
-      if (args[2].status !== 201 && ++conflictsStored === 9) releaseSuccess();
-      return kept;
-    });
+    const find = jest.spyOn(service, 'findLive').mockResolvedValueOnce(null);
+    let retry: Response;
     try {
-      const responses = await Promise.all(Array.from({ length: 10 }, () => send('post', `${API}/agents`, raw, { key, auth: o.auth })));
-      expect(responses.map((r) => r.status).sort()).toEqual([201, ...Array(9).fill(409)]);
-      for (const res of responses) {
-        expectCompleteEnvelope(res);
-        expect(res.headers['idempotent-replayed']).toBeUndefined();
-      }
-      expect(outcomes).toEqual([...Array(9).fill(409), 201]);
+      retry = await send('post', `${API}/agents`, raw, { key, auth: o.auth });
     } finally {
       find.mockRestore();
-      record.mockRestore();
     }
+    expectCompleteEnvelope(retry);
+    expect(retry.status).toBe(201);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.body.data.id).toBe(first.body.data.id);
     expect(await countRows(agents, o.orgId)).toBe(1);
     const stored = await recordsOf(o.orgId, key);
     expect(stored).toHaveLength(1);
     expect(stored[0].status).toBe(201);
-    const [agent] = await t.connection.db.select().from(agents).where(eq(agents.orgId, o.orgId));
-    const replay = await send('post', `${API}/agents`, raw, { key, auth: o.auth });
-    expect(replay.status).toBe(201);
-    expect(replay.headers['idempotent-replayed']).toBe('true');
-    expect(replay.body.data.id).toBe(agent.id);
+  });
+
+  it('a racer whose write succeeded but whose record lost rolls its write back and answers the winner (one key, one resource)', async () => {
+    const o = await createOrg(t.app);
+    const key = newKey();
+    const raw = JSON.stringify(toolBody());
+    const first = await send('post', `${API}/custom_tools`, raw, { key, auth: o.auth });
+    expectStatus(first, 201);
+    const find = jest.spyOn(t.app.get(IdempotencyService), 'findLive').mockResolvedValueOnce(null);
+    let second: Response;
+    try {
+      second = await send('post', `${API}/custom_tools`, raw, { key, auth: o.auth });
+    } finally {
+      find.mockRestore();
+    }
+    expect(second.status).toBe(201);
+    expect(second.headers['idempotent-replayed']).toBe('true');
+    expect(second.body.data.id).toBe(first.body.data.id);
+    expect(await countRows(customTools, o.orgId)).toBe(1);
   });
 });
 
@@ -671,13 +659,16 @@ describe('custom tool credentials never appear in a replay or in the stored reco
       const marker = `Marker ${uniq()}`;
       const key = newKey();
       const res = await send('post', `${API}/custom_tools`, toolBody({ description: marker }), { key });
-      expect(res.status).toBe(201);
+      // the write and its record commit together: neither is there, the client retries
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe('service_unavailable');
       expect(await recordsOf(org.orgId, key)).toHaveLength(0);
+      const [{ n }] = await t.connection.db.select({ n: count() }).from(customTools).where(eq(customTools.description, marker));
+      expect(n).toBe(0);
       const line = t.logs.find((l) => l.includes(res.headers['x-request-id']) && l.includes('idempotency record not stored'));
       expect(line).toBeDefined();
       expect(line).toContain('violates not-null constraint'); // the driver's cause is kept
       expect(line).not.toContain(marker);
-      expect(line).not.toContain(res.body.data.id);
     } finally {
       save.mockRestore();
     }

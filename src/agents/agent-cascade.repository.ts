@@ -29,7 +29,7 @@ export class AgentCascadeRepository {
    * `webhook_id`. Rows already off (someone switched them off) are untouched,
    * so reactivation will leave them off.
    */
-  async pauseForAgentDeactivation(tx: DbOrTx, orgId: string, agentId: string, now: Date): Promise<CascadeResult> {
+  async pauseForAgentDeactivation(orgId: string, agentId: string, now: Date, tx: DbOrTx): Promise<CascadeResult> {
     const pausedTriggers = await tx
       .update(triggers)
       .set({
@@ -50,7 +50,7 @@ export class AgentCascadeRepository {
   }
 
   /** inactive → active: restores exactly the rows the deactivation cascade switched off. */
-  async resumeAfterAgentActivation(tx: DbOrTx, orgId: string, agentId: string, now: Date): Promise<CascadeResult> {
+  async resumeAfterAgentActivation(orgId: string, agentId: string, now: Date, tx: DbOrTx): Promise<CascadeResult> {
     const resumedTriggers = await tx
       .update(triggers)
       .set({
@@ -80,7 +80,7 @@ export class AgentCascadeRepository {
    * down (`torn_down`, `webhook_id` cleared: a restore must register anew);
    * chatbots that are on are paused. Rows already off keep their reason.
    */
-  async tearDownForAgentDeletion(tx: DbOrTx, orgId: string, agentId: string, now: Date): Promise<CascadeResult> {
+  async tearDownForAgentDeletion(orgId: string, agentId: string, now: Date, tx: DbOrTx): Promise<CascadeResult> {
     const hasLiveWebhook = sql`(${triggers.webhookStatus} is not null and ${triggers.webhookStatus} <> ${WEBHOOK_STATUS.tornDown})`;
     const touchedTriggers = await tx
       .update(triggers)

@@ -25,7 +25,7 @@ export interface DocumentRef {
  */
 @Injectable()
 export class AgentReferencesRepository {
-  async connectors(tx: DbOrTx, orgId: string, ids: string[]): Promise<ConnectorRef[]> {
+  async connectors(orgId: string, ids: string[], tx: DbOrTx): Promise<ConnectorRef[]> {
     if (ids.length === 0) return [];
     return tx
       .select({ id: connectors.id, name: connectors.name, status: connectors.status })
@@ -34,7 +34,7 @@ export class AgentReferencesRepository {
   }
 
   /** Soft-deleted agents are returned too (with `deletedAt`), so the caller can tell kept references from new ones. */
-  async agents(tx: DbOrTx, orgId: string, ids: string[]): Promise<AgentRef[]> {
+  async agents(orgId: string, ids: string[], tx: DbOrTx): Promise<AgentRef[]> {
     if (ids.length === 0) return [];
     return tx
       .select({ id: agents.id, deletedAt: agents.deletedAt })
@@ -42,7 +42,7 @@ export class AgentReferencesRepository {
       .where(and(eq(agents.orgId, orgId), inArray(agents.id, ids)));
   }
 
-  async sources(tx: DbOrTx, orgId: string, ids: string[]): Promise<string[]> {
+  async sources(orgId: string, ids: string[], tx: DbOrTx): Promise<string[]> {
     if (ids.length === 0) return [];
     const rows = await tx
       .select({ id: sources.id })
@@ -51,7 +51,7 @@ export class AgentReferencesRepository {
     return rows.map((row) => row.id);
   }
 
-  async documents(tx: DbOrTx, orgId: string, ids: string[]): Promise<DocumentRef[]> {
+  async documents(orgId: string, ids: string[], tx: DbOrTx): Promise<DocumentRef[]> {
     if (ids.length === 0) return [];
     return tx
       .select({ id: documents.id, sourceId: documents.sourceId })

@@ -29,7 +29,7 @@ export class AgentsTrashRepository {
   }
 
   /** Oldest trash first; `skip locked` so a row another transaction holds is left for the next run. */
-  selectExpired(tx: DbOrTx, deletedBefore: Date, limit: number): Promise<ExpiredAgent[]> {
+  selectExpired(deletedBefore: Date, limit: number, tx: DbOrTx): Promise<ExpiredAgent[]> {
     return tx
       .select({ id: agents.id, orgId: agents.orgId })
       .from(agents)
@@ -40,7 +40,7 @@ export class AgentsTrashRepository {
   }
 
   /** Removes the purged ids from every other agent's `sub_agents`, keeping the order of the rest (GIN index on sub_agents). */
-  async removeFromSubAgents(tx: DbOrTx, expired: ExpiredAgent[], now: Date): Promise<number> {
+  async removeFromSubAgents(expired: ExpiredAgent[], now: Date, tx: DbOrTx): Promise<number> {
     const ids = idsOf(expired);
     const purged = sql`${sql.param(ids)}::text[]`;
     const updated = await tx
@@ -55,7 +55,7 @@ export class AgentsTrashRepository {
   }
 
   /** `org_id` too, so the (org_id, agent_id) index serves the lookup. */
-  async deleteTriggersOf(tx: DbOrTx, purged: ExpiredAgent[]): Promise<number> {
+  async deleteTriggersOf(purged: ExpiredAgent[], tx: DbOrTx): Promise<number> {
     const deleted = await tx
       .delete(triggers)
       .where(and(inArray(triggers.orgId, orgIdsOf(purged)), inArray(triggers.agentId, idsOf(purged))))
@@ -63,7 +63,7 @@ export class AgentsTrashRepository {
     return deleted.length;
   }
 
-  async deleteChatbotsOf(tx: DbOrTx, purged: ExpiredAgent[]): Promise<number> {
+  async deleteChatbotsOf(purged: ExpiredAgent[], tx: DbOrTx): Promise<number> {
     const deleted = await tx
       .delete(chatbots)
       .where(and(inArray(chatbots.orgId, orgIdsOf(purged)), inArray(chatbots.agentId, idsOf(purged))))
@@ -71,7 +71,7 @@ export class AgentsTrashRepository {
     return deleted.length;
   }
 
-  async deleteAgents(tx: DbOrTx, expired: ExpiredAgent[]): Promise<number> {
+  async deleteAgents(expired: ExpiredAgent[], tx: DbOrTx): Promise<number> {
     const ids = idsOf(expired);
     const deleted = await tx
       .delete(agents)

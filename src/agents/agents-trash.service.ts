@@ -54,12 +54,12 @@ export class AgentsTrashService {
     for (;;) {
       const batch = await this.db.transaction(async (tx) => {
         if (!(await this.repository.tryLockPurge(tx))) return null;
-        const expired = await this.repository.selectExpired(tx, deletedBefore, batchSize);
+        const expired = await this.repository.selectExpired(deletedBefore, batchSize, tx);
         if (expired.length === 0) return { agents: 0, triggers: 0, chatbots: 0, agentsUpdated: 0, selected: 0 };
-        const agentsUpdated = await this.repository.removeFromSubAgents(tx, expired, now);
-        const triggers = await this.repository.deleteTriggersOf(tx, expired);
-        const chatbots = await this.repository.deleteChatbotsOf(tx, expired);
-        const agents = await this.repository.deleteAgents(tx, expired);
+        const agentsUpdated = await this.repository.removeFromSubAgents(expired, now, tx);
+        const triggers = await this.repository.deleteTriggersOf(expired, tx);
+        const chatbots = await this.repository.deleteChatbotsOf(expired, tx);
+        const agents = await this.repository.deleteAgents(expired, tx);
         return { agents, triggers, chatbots, agentsUpdated, selected: expired.length };
       });
       if (batch === null) {

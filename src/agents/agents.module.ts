@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { OrgsModule } from '../orgs/orgs.module';
 import { AgentCascadeRepository } from './agent-cascade.repository';
 import { AgentReferencesRepository } from './agent-references.repository';
 import { AgentsTrashRepository } from './agents-trash.repository';
@@ -10,6 +11,7 @@ import { AgentsRepository } from './agents.repository';
 import { AgentsService } from './agents.service';
 
 @Module({
+  imports: [OrgsModule],
   controllers: [AgentsController],
   providers: [
     AgentsRepository,

@@ -20,6 +20,7 @@ import {
   type ToolRefDto,
 } from './agents.dto';
 import { mapAgent, mapAgentDeleted, type AgentRow } from './agents.mapper';
+import { OrgsRepository } from '../orgs/orgs.repository';
 import { AgentsRepository, type AgentChanges, type NewAgentRow } from './agents.repository';
 
 export const HANDLE_UNIQUE_CONSTRAINT = 'agents_org_handle_unique';
@@ -195,6 +196,7 @@ export class AgentsService {
   constructor(
     @Inject(DATABASE) private readonly db: Database,
     private readonly repository: AgentsRepository,
+    private readonly orgs: OrgsRepository,
     private readonly references: AgentReferencesRepository,
     private readonly cascade: AgentCascadeRepository,
     private readonly paginator: Paginator,
@@ -236,9 +238,9 @@ export class AgentsService {
     const row = await this.withHandleConflict(() =>
       this.db.transaction(async (tx) => {
         // the org row lock queues concurrent creates of one organization, so the cap holds
-        const limits = await this.repository.lockOrgLimits(tx, orgId);
+        const limits = await this.orgs.lockLimits(orgId, tx);
         const maxAgents = limits?.agents ?? null;
-        if (maxAgents !== null && (await this.repository.countLive(tx, orgId)) >= maxAgents) {
+        if (maxAgents !== null && (await this.repository.countLive(orgId, tx)) >= maxAgents) {
           throw new ApiError(
             ErrorCode.ValidationFailed,
             `Plan limit reached: limits.agents allows ${maxAgents} agent${maxAgents === 1 ? '' : 's'} in this organization.`,
@@ -247,7 +249,7 @@ export class AgentsService {
         }
         this.checkCustomToolSlots(tools, 0, limits?.custom_tool_slots ?? null);
         await this.checkReferences(tx, orgId, refs, { currentSubAgents: [] });
-        return this.repository.insert(tx, orgId, newRow);
+        return this.repository.insert(orgId, newRow, tx);
       }),
     );
     return mapAgent(row);
@@ -278,7 +280,7 @@ export class AgentsService {
     const row = await this.withHandleConflict(() =>
       this.db.transaction(async (tx) => {
         // locked until commit: concurrent PATCH/DELETE of this agent (and their cascades) run one after the other
-        const current = await this.repository.lockLive(tx, orgId, id);
+        const current = await this.repository.lockLive(orgId, id, tx);
         if (!current) throw agentNotFound();
         const now = new Date();
         const changes = this.changesOf(dto, refs);
@@ -288,7 +290,7 @@ export class AgentsService {
           throw ApiError.field(dto.instructions === null ? 'instructions' : 'instructions_html', 'an agent needs instructions or instructions_html');
         }
         if (refs.tools !== undefined) {
-          const limits = await this.repository.orgLimits(tx, orgId);
+          const limits = await this.repository.orgLimits(orgId, tx);
           this.checkCustomToolSlots(refs.tools, customToolCount(current.tools), limits?.custom_tool_slots ?? null);
         }
 
@@ -319,10 +321,10 @@ export class AgentsService {
         if (Object.keys(changes).length === 0) return current;
         const updated = await this.repository.update(orgId, id, { ...changes, updatedAt: now }, tx);
         if (deactivating) {
-          const paused = await this.cascade.pauseForAgentDeactivation(tx, orgId, id, now);
+          const paused = await this.cascade.pauseForAgentDeactivation(orgId, id, now, tx);
           this.logger.info({ org_id: orgId, agent_id: id, triggers: paused.triggers.length, chatbots: paused.chatbots.length }, 'agent deactivated');
         } else if (activating) {
-          const resumed = await this.cascade.resumeAfterAgentActivation(tx, orgId, id, now);
+          const resumed = await this.cascade.resumeAfterAgentActivation(orgId, id, now, tx);
           this.logger.info({ org_id: orgId, agent_id: id, triggers: resumed.triggers.length, chatbots: resumed.chatbots.length }, 'agent activated');
         }
         return updated;
@@ -334,11 +336,11 @@ export class AgentsService {
   async deleteAgent(orgId: string, rawId: string): Promise<AgentDeletedDto> {
     const id = this.agentId(rawId);
     await this.db.transaction(async (tx) => {
-      const current = await this.repository.lockLive(tx, orgId, id);
+      const current = await this.repository.lockLive(orgId, id, tx);
       if (!current) throw agentNotFound();
       const now = new Date();
-      await this.repository.softDelete(tx, orgId, id, now);
-      const torn = await this.cascade.tearDownForAgentDeletion(tx, orgId, id, now);
+      await this.repository.softDelete(orgId, id, now, tx);
+      const torn = await this.cascade.tearDownForAgentDeletion(orgId, id, now, tx);
       this.logger.info({ org_id: orgId, agent_id: id, triggers: torn.triggers.length, chatbots: torn.chatbots.length }, 'agent moved to trash');
     });
     return mapAgentDeleted(id);
@@ -409,10 +411,10 @@ export class AgentsService {
     const documentIds = (refs.dataSources ?? []).flatMap((ref) => ref.documents ?? []);
 
     // sequential: one transaction is one connection
-    const connectorRows = await this.references.connectors(tx, orgId, [...connectorIds]);
-    const agentRows = await this.references.agents(tx, orgId, refs.subAgents ?? []);
-    const sourceIds = await this.references.sources(tx, orgId, (refs.dataSources ?? []).map((ref) => ref.source_id));
-    const documentRows = await this.references.documents(tx, orgId, documentIds);
+    const connectorRows = await this.references.connectors(orgId, [...connectorIds], tx);
+    const agentRows = await this.references.agents(orgId, refs.subAgents ?? [], tx);
+    const sourceIds = await this.references.sources(orgId, (refs.dataSources ?? []).map((ref) => ref.source_id), tx);
+    const documentRows = await this.references.documents(orgId, documentIds, tx);
     const connectors = new Map(connectorRows.map((row) => [row.id, row]));
     refs.connectors?.forEach((id, index) => {
       if (!connectors.has(id)) addError(fields, `connectors[${index}]`, 'no such connector in this organization');

@@ -11,6 +11,8 @@ const CONNECTION_MESSAGES = [
   'timeout exceeded when trying to connect',
   'Query read timeout',
   'Client has encountered a connection error',
+  // a timed-out query closes its connection (database/connection.ts): what follows on it fails with this
+  'Client was closed and is not queryable',
   'Cannot use a pool after calling end',
   'connection is closed',
   'PGlite is closed',

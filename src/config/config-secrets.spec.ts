@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { ConfigError, loadConfig } from './config';
 
 const CURSOR_SECRET = 'cursor-secret-0123456789abcdef';
-const ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');
+const KEY = Buffer.from(Array.from({ length: 32 }, (_, i) => (i * 37 + 11) % 256));
+const ENCRYPTION_KEY = KEY.toString('base64');
 
 describe('encryption key for custom tool credentials', () => {
   it('refuses to start without ENCRYPTION_KEY when DATABASE_URL is set', () => {
@@ -15,7 +16,7 @@ describe('encryption key for custom tool credentials', () => {
 
   it('starts with DATABASE_URL when ENCRYPTION_KEY is set, and uses that key', () => {
     const config = loadConfig({ DATABASE_URL: 'postgres://db.example/app', CURSOR_SECRET, ENCRYPTION_KEY });
-    expect(config.encryptionKey.equals(Buffer.alloc(32, 7))).toBe(true);
+    expect(config.encryptionKey.equals(KEY)).toBe(true);
     expect(config.generatedSecrets).toBe(false);
   });
 

@@ -1,7 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../common/package-root';
 import { ConfigError, loadConfig } from './config';
+
+const SECRET = 'cursor-secret-0123456789abcdef';
+const KEY_HEX = Buffer.from(Array.from({ length: 32 }, (_, i) => (i * 37 + 11) % 256)).toString('hex');
 
 /** `.env.example` as the shell would read it: KEY=value, optional double quotes, # comments. */
 function readEnvExample(): Record<string, string> {
@@ -43,8 +47,8 @@ describe('a bad setting is a ConfigError naming it', () => {
     [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
     [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
     [{ DATABASE_URL: 'postgres://x/db' }, /CURSOR_SECRET and ENCRYPTION_KEY/],
-    [{ DATABASE_URL: 'postgres://x/db', CURSOR_SECRET: 'c'.repeat(32) }, /ENCRYPTION_KEY must be set/],
-    [{ CURSOR_SECRET: 'short', ENCRYPTION_KEY: 'a'.repeat(64) }, /CURSOR_SECRET/],
+    [{ DATABASE_URL: 'postgres://x/db', CURSOR_SECRET: SECRET }, /ENCRYPTION_KEY must be set/],
+    [{ CURSOR_SECRET: 'short', ENCRYPTION_KEY: KEY_HEX }, /CURSOR_SECRET/],
     [{ REDIS_URL: 'http://x' }, /REDIS_URL/],
     [{ TRASH_PURGE_CRON: 'every hour' }, /TRASH_PURGE_CRON/],
     // five fields, but not a schedule the scheduler can run: the setting is named, not only the parser's complaint
@@ -57,7 +61,37 @@ describe('a bad setting is a ConfigError naming it', () => {
   });
 
   test('a server with both secrets is fine; cron "off" disables a job', () => {
-    const config = loadConfig({ DATABASE_URL: 'postgresql://x/db', CURSOR_SECRET: 'c'.repeat(32), ENCRYPTION_KEY: 'a'.repeat(64), TRASH_PURGE_CRON: 'off' });
+    const config = loadConfig({ DATABASE_URL: 'postgresql://x/db', CURSOR_SECRET: SECRET, ENCRYPTION_KEY: KEY_HEX, TRASH_PURGE_CRON: 'off' });
     expect(config).toMatchObject({ databaseUrl: 'postgresql://x/db', trashPurgeCron: null, generatedSecrets: false });
+  });
+});
+
+describe('plainly weak secrets stop start-up with a one-line reason (issue 14 §7)', () => {
+  const base = { DATABASE_URL: 'postgres://x/db' };
+  test.each([
+    ['64 zeros', { CURSOR_SECRET: SECRET, ENCRYPTION_KEY: '0'.repeat(64) }, /^ENCRYPTION_KEY is too weak/],
+    ['one byte repeated (base64)', { CURSOR_SECRET: SECRET, ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64') }, /^ENCRYPTION_KEY is too weak/],
+    ['four values cycled', { CURSOR_SECRET: SECRET, ENCRYPTION_KEY: '00112233'.repeat(8) }, /^ENCRYPTION_KEY is too weak/],
+    ['a cursor secret of one character', { CURSOR_SECRET: 'c'.repeat(32), ENCRYPTION_KEY: KEY_HEX }, /^CURSOR_SECRET is too weak/],
+    ['a cursor secret of two characters cycled', { CURSOR_SECRET: 'ab'.repeat(16), ENCRYPTION_KEY: KEY_HEX }, /^CURSOR_SECRET is too weak/],
+  ])('%s', (_what, env, reason) => {
+    let error: unknown;
+    try {
+      loadConfig({ ...base, ...env });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toMatch(reason);
+    expect((error as Error).message).not.toContain('\n');
+  });
+
+  test('random secrets pass, hex and base64, and so do generated ones', () => {
+    for (let i = 0; i < 200; i++) {
+      const key = randomBytes(32);
+      const secret = randomBytes(8).toString('hex');
+      expect(() => loadConfig({ ...base, CURSOR_SECRET: secret, ENCRYPTION_KEY: i % 2 ? key.toString('hex') : key.toString('base64') })).not.toThrow();
+    }
+    expect(() => loadConfig({ PGLITE_DIR: 'memory' })).not.toThrow();
   });
 });

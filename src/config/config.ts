@@ -125,6 +125,19 @@ function embeddedSecrets(pgliteDir: string): PersistedSecrets {
   return secrets;
 }
 
+/**
+ * "Plainly weak" secrets (issue 14 §7): one byte repeated, or a handful of
+ * values cycled. 32 random bytes take ~30 distinct values (fewer than 8 has a
+ * probability far below 1e-20); a 16-character random secret, even in hex,
+ * takes fewer than 5 distinct characters with a probability below 1e-6.
+ */
+const MIN_DISTINCT_KEY_BYTES = 8;
+const MIN_DISTINCT_SECRET_BYTES = 5;
+
+function distinctCount(bytes: Uint8Array): number {
+  return new Set(bytes).size;
+}
+
 export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig> = {}): AppConfig {
   const databaseUrl = env.DATABASE_URL?.trim() || null;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -151,8 +164,14 @@ export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig>
     }
   }
   if (cursorSecret && cursorSecret.length < 16) throw new ConfigError('CURSOR_SECRET must be at least 16 characters');
+  if (cursorSecret && distinctCount(Buffer.from(cursorSecret, 'utf8')) < MIN_DISTINCT_SECRET_BYTES) {
+    throw new ConfigError(`CURSOR_SECRET is too weak: it has fewer than ${MIN_DISTINCT_SECRET_BYTES} distinct characters; use a random value`);
+  }
   const encryptionKey = encryptionKeyRaw ? parseKey32(encryptionKeyRaw) : null;
   if (encryptionKeyRaw && !encryptionKey) throw new ConfigError('ENCRYPTION_KEY must be 32 bytes, base64 or hex encoded');
+  if (encryptionKey && distinctCount(encryptionKey) < MIN_DISTINCT_KEY_BYTES) {
+    throw new ConfigError(`ENCRYPTION_KEY is too weak: its 32 bytes take fewer than ${MIN_DISTINCT_KEY_BYTES} distinct values; use 32 random bytes`);
+  }
 
   const config: AppConfig = {
     port: intSetting(env, 'PORT', 3000, 0, 65535),

@@ -1,10 +1,12 @@
 import { Module } from '@nestjs/common';
+import { OrgsModule } from '../orgs/orgs.module';
 import { CustomToolsController } from './custom-tools.controller';
 import { CustomToolsFixtureSection } from './custom-tools.fixtures';
 import { CustomToolsRepository } from './custom-tools.repository';
 import { CustomToolsService } from './custom-tools.service';
 
 @Module({
+  imports: [OrgsModule],
   controllers: [CustomToolsController],
   providers: [CustomToolsRepository, CustomToolsService, CustomToolsFixtureSection],
 })

@@ -4,7 +4,7 @@ import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRow } from '../database/org-scoped-upsert';
-import { agents, customTools, orgs, type OrgLimits } from '../database/schema';
+import { agents, customTools } from '../database/schema';
 import type { CustomToolRow } from './custom-tools.mapper';
 
 export type NewCustomToolRow = typeof customTools.$inferInsert;
@@ -36,17 +36,6 @@ export class CustomToolsRepository {
     return row ?? null;
   }
 
-  /**
-   * Locks the organization row for the rest of the transaction: creates of
-   * one organization run one at a time, so the plan cap and the generated
-   * name cannot be raced past. `no key update` rather than `update`: it
-   * serializes these creates without blocking the foreign-key checks of other
-   * inserts into the organization's tables.
-   */
-  async lockOrgLimits(orgId: string, tx: DbOrTx): Promise<OrgLimits | null> {
-    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('no key update');
-    return row?.limits ?? null;
-  }
 
   async countByOrg(orgId: string, tx: DbOrTx = this.db): Promise<number> {
     const [row] = await tx.select({ n: count() }).from(customTools).where(eq(customTools.orgId, orgId));

@@ -6,6 +6,7 @@ import { uniqueViolationConstraint } from '../common/database-errors';
 import type { Page } from '../common/envelope';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { APP_CONFIG, type AppConfig } from '../config/config';
+import { OrgsRepository } from '../orgs/orgs.repository';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import type { CreateCustomToolDto, CustomToolDto, UpdateCustomToolDto } from './custom-tools.dto';
 import { mapCustomTool } from './custom-tools.mapper';
@@ -33,6 +34,7 @@ export class CustomToolsService {
     @Inject(DATABASE) private readonly db: Database,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly repository: CustomToolsRepository,
+    private readonly orgs: OrgsRepository,
     private readonly paginator: Paginator,
   ) {}
 
@@ -165,7 +167,7 @@ export class CustomToolsService {
   }
 
   private async enforceToolCap(orgId: string, tx: DbOrTx): Promise<void> {
-    const limits = await this.repository.lockOrgLimits(orgId, tx);
+    const limits = await this.orgs.lockLimits(orgId, tx);
     const cap = limits?.custom_tool_slots ?? null;
     if (cap === null) return;
     const used = await this.repository.countByOrg(orgId, tx);

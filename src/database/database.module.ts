@@ -3,6 +3,7 @@ import { APP_CONFIG, type AppConfig } from '../config/config';
 import { LOGGER, type AppLogger } from '../common/logger';
 import { DatabaseConnection } from './connection';
 import { DATABASE } from './database.types';
+import { RequestDeadlineInterceptor } from './request-deadline.interceptor';
 
 class DatabaseLifecycle implements OnApplicationShutdown {
   constructor(@Inject(DatabaseConnection) private readonly connection: DatabaseConnection) {}
@@ -42,8 +43,9 @@ export class DatabaseModule {
             },
         { provide: DATABASE, inject: [DatabaseConnection], useFactory: (c: DatabaseConnection) => c.db },
         DatabaseLifecycle,
+        RequestDeadlineInterceptor,
       ],
-      exports: [DatabaseConnection, DATABASE],
+      exports: [DatabaseConnection, DATABASE, RequestDeadlineInterceptor],
     };
   }
 }

@@ -1,4 +1,5 @@
 import { types, type PGlite, type QueryOptions, type Transaction } from '@electric-sql/pglite';
+import { openRequestTransaction } from './request-scope';
 
 /**
  * The types drizzle-orm's PGlite driver asks to receive as text (it maps
@@ -31,7 +32,13 @@ type Queryable = Pick<PGlite, 'query'>;
 export function drizzlePgliteClient(client: PGlite): PGlite {
   for (const oid of DRIZZLE_TEXT_TYPES) client.parsers[oid] = asText;
   const adapter = Object.create(null) as Pick<PGlite, 'query' | 'transaction'> & { parsers: PGlite['parsers'] };
-  adapter.query = withoutTextParsers(client);
+  const direct = withoutTextParsers(client);
+  // a query issued while a request transaction is open runs in it: PGlite has one connection, and
+  // a query outside the open transaction would wait for it to end (the request awaiting it: deadlock)
+  adapter.query = ((query: string, params?: unknown[], options?: QueryOptions) => {
+    const open = openRequestTransaction();
+    return open ? (open.client as Transaction).query(query, params, options) : direct(query, params, options);
+  }) as PGlite['query'];
   adapter.transaction = (callback) => client.transaction((tx) => callback(transactionWithoutTextParsers(tx)));
   // drizzle reads nothing else of its client but `query` and `transaction`; parsers for tests
   adapter.parsers = client.parsers;

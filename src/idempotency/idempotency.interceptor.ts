@@ -1,10 +1,11 @@
 import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { catchError, mergeMap, of, type Observable } from 'rxjs';
+import { from, lastValueFrom, mergeMap, of, type Observable } from 'rxjs';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { knownApiError, renderErrorBody, summarizeError } from '../common/error-body';
 import { LOGGER, type AppLogger } from '../common/logger';
 import type { RequestContext } from '../common/request-context';
+import { DatabaseConnection } from '../database/connection';
 import type { IdempotencyRecord } from './idempotency.repository';
 import {
   IDEMPOTENT_METHODS,
@@ -23,6 +24,15 @@ interface StoredEnvelope {
   error?: { code: string; message: string; details?: Record<string, unknown> };
 }
 
+interface Attempt {
+  orgId: string;
+  key: string;
+  fingerprint: string;
+  startedAt: Date;
+  request: RequestContext;
+  response: unknown;
+}
+
 function pathOf(url: string | undefined): string {
   const value = url ?? '/';
   const queryAt = value.indexOf('?');
@@ -35,16 +45,18 @@ function pathOf(url: string | undefined): string {
  * guards, so 401/403/429 answers are never stored and a replay still counts
  * against the rate limit.
  *
- *  no record          → run; store the status and body (2xx, and the 4xx the
- *                       operation itself answered), then respond
+ *  no record          → run in one transaction with the record of its 2xx;
+ *                       a 4xx of the operation is stored after the rollback
  *  record, same print → replay it (new meta.request_id, Idempotent-Replayed)
  *  record, other print→ 409 idempotency_key_reused
+ *  a racer won        → this attempt rolls back and replays the winner's record
  *  store unreachable  → 503 before running: never a second execution
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
     private readonly idempotency: IdempotencyService,
+    private readonly connection: DatabaseConnection,
     @Inject(LOGGER) private readonly logger: AppLogger,
     private readonly adapterHost: HttpAdapterHost,
   ) {}
@@ -77,29 +89,59 @@ export class IdempotencyInterceptor implements NestInterceptor {
       );
     }
     if (existing) {
-      if (existing.fingerprint !== fingerprint) {
-        throw new ApiError(
-          ErrorCode.IdempotencyKeyReused,
-          'This Idempotency-Key was used in the last 24 hours for a different request (method, path or body).',
-        );
-      }
+      if (existing.fingerprint !== fingerprint) throw keyReused();
       return this.replay(existing, request, response);
     }
 
     // Nest sets the route's success status before the interceptors run
     const successStatus = response.statusCode;
-    const store = (status: number, body: unknown) => this.store(orgId, key, { fingerprint, status, body }, startedAt, request);
-    return next.handle().pipe(
-      mergeMap(async (body: unknown) => {
-        await store(successStatus, body);
-        return body;
-      }),
-      catchError(async (error: unknown) => {
-        const apiError = knownApiError(error);
-        if (apiError && isStorableStatus(apiError.status)) await store(apiError.status, renderErrorBody(apiError, request.requestId));
-        throw error;
-      }),
-    );
+    const attempt: Attempt = { orgId, key, fingerprint, startedAt, request, response };
+    return from(this.execute(attempt, successStatus, next)).pipe(mergeMap((outcome) => outcome));
+  }
+
+  /**
+   * The write and its record commit together: one request transaction that
+   * every query of the handler joins (docs/decisions.md, "One transaction per
+   * keyed write"). If it commits, a retry replays it; if it does not, nothing
+   * of it is stored. This is where each keyed request's outcome is decided.
+   */
+  private async execute(attempt: Attempt, successStatus: number, next: CallHandler): Promise<Observable<unknown>> {
+    const { fingerprint } = attempt;
+    try {
+      const body = await this.connection.requestTransaction(async () => {
+        const result = await lastValueFrom(next.handle(), { defaultValue: undefined });
+        const stored = await this.recordInTransaction(attempt, { fingerprint, status: successStatus, body: result });
+        // a concurrent request with this key committed first: undo this one's write, answer that one's
+        if (!stored) throw new LostRace();
+        return result;
+      });
+      return of(body);
+    } catch (error) {
+      if (error instanceof LostRace) return this.answerWithWinner(attempt, error);
+      const apiError = knownApiError(error);
+      // the operation's own 4xx, rolled back: stored in its own statement, never over a live record
+      if (!apiError || !isStorableStatus(apiError.status)) throw error;
+      const stored = await this.store(attempt, { fingerprint, status: apiError.status, body: renderErrorBody(apiError, attempt.request.requestId) });
+      if (stored !== false) throw error;
+      // another attempt of this key committed meanwhile (e.g. this one's 409 is that attempt's handle)
+      return this.answerWithWinner(attempt, error);
+    }
+  }
+
+  /** The live record another attempt of this key stored: replayed (or 409 when it was another request). */
+  private async answerWithWinner(attempt: Attempt, error: unknown): Promise<Observable<unknown>> {
+    let winner: IdempotencyRecord | null = null;
+    try {
+      winner = await this.idempotency.findLive(attempt.orgId, attempt.key, attempt.startedAt);
+    } catch (lookupError) {
+      this.logger.warn({ request_id: attempt.request.requestId, err: summarizeError(lookupError) }, 'idempotency store unavailable');
+    }
+    if (!winner) {
+      if (!(error instanceof LostRace)) throw error;
+      throw new ApiError(ErrorCode.ServiceUnavailable, 'The request was not executed. Retry with the same key.', undefined, { 'Retry-After': '1' });
+    }
+    if (winner.fingerprint !== attempt.fingerprint) throw keyReused();
+    return this.replay(winner, attempt.request, attempt.response);
   }
 
   private replay(record: IdempotencyRecord, request: RequestContext, response: unknown): Observable<unknown> {
@@ -113,19 +155,52 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return of(stored);
   }
 
-  /**
-   * The operation has run: a failure to record it must not turn its answer
-   * into an error (a retry would then run it again), so it is logged.
-   */
-  private async store(orgId: string, key: string, outcome: IdempotencyRecord, startedAt: Date, request: RequestContext): Promise<void> {
+  /** The success's record, in the write's transaction; failing, both roll back and the client retries. */
+  private async recordInTransaction(attempt: Attempt, outcome: IdempotencyRecord): Promise<boolean> {
     try {
-      await this.idempotency.record(orgId, key, outcome, startedAt);
+      return await this.idempotency.record(attempt.orgId, attempt.key, outcome, attempt.startedAt);
     } catch (error) {
       this.logger.warn(
         // not the query error's message: its parameters are the response body being stored
-        { request_id: request.requestId, err: summarizeError(error) },
-        'idempotency record not stored; the response is sent anyway',
+        { request_id: attempt.request.requestId, err: summarizeError(error) },
+        'idempotency record not stored; the write is rolled back',
       );
+      throw new ApiError(ErrorCode.ServiceUnavailable, 'The request could not be recorded and was rolled back. Retry with the same key.', undefined, {
+        'Retry-After': '1',
+      });
     }
   }
+
+  /**
+   * Stores a 4xx outcome after its transaction rolled back: true when stored,
+   * false when a live record of this key was there first, null when the store
+   * failed — logged, and the client still gets the real answer (the operation
+   * changed nothing, so a retry running it again is harmless).
+   */
+  private async store(attempt: Attempt, outcome: IdempotencyRecord): Promise<boolean | null> {
+    try {
+      return await this.idempotency.record(attempt.orgId, attempt.key, outcome, attempt.startedAt);
+    } catch (error) {
+      this.logger.warn(
+        // not the query error's message: its parameters are the response body being stored
+        { request_id: attempt.request.requestId, err: summarizeError(error) },
+        'idempotency record not stored; the response is sent anyway',
+      );
+      return null;
+    }
+  }
+}
+
+/** Thrown inside the request transaction to roll it back when another attempt's record won. */
+class LostRace extends Error {
+  constructor() {
+    super('another request with this Idempotency-Key committed first');
+  }
+}
+
+function keyReused(): ApiError {
+  return new ApiError(
+    ErrorCode.IdempotencyKeyReused,
+    'This Idempotency-Key was used in the last 24 hours for a different request (method, path or body).',
+  );
 }

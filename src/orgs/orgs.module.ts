@@ -6,6 +6,7 @@ import { OrgsService } from './orgs.service';
 @Module({
   controllers: [OrgsController],
   providers: [OrgsRepository, OrgsService],
-  exports: [OrgsService],
+  // OrgsRepository: the organization-row lock that every capped create takes
+  exports: [OrgsService, OrgsRepository],
 })
 export class OrgsModule {}

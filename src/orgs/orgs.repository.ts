@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { eq, sql } from 'drizzle-orm';
 import { newId } from '../../libs/ids/ids';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
-import { orgs, sources } from '../database/schema';
+import { orgs, sources, type OrgLimits } from '../database/schema';
 import type { OrgRow } from './orgs.mapper';
 
 export type NewOrgRow = typeof orgs.$inferInsert;
@@ -38,6 +38,19 @@ export class OrgsRepository {
       .insert(orgs)
       .values(row)
       .onConflictDoUpdate({ target: orgs.id, set: { ...changes, updatedAt: new Date() } });
+  }
+
+  /**
+   * The organization's plan caps, its row locked until the transaction ends:
+   * creates of one organization (agents, sources, custom tools) queue here, so
+   * a cap and a generated name cannot be raced past. `no key update` rather
+   * than `update`: it serializes these creates (and PATCH /org) without
+   * blocking the foreign-key checks of other inserts into the organization's
+   * tables. The one place this lock is taken.
+   */
+  async lockLimits(orgId: string, tx: DbOrTx = this.db): Promise<OrgLimits | null> {
+    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('no key update');
+    return row?.limits ?? null;
   }
 
   /** spec: the upload source is an organization-wide singleton created with the organization */

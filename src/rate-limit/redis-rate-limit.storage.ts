@@ -48,6 +48,10 @@ return out
 
 const CONNECT_WAIT_MS = 2000;
 const WARN_EVERY_MS = 30_000;
+/** a command Redis has not answered by then counts as a failure */
+export const REDIS_COMMAND_TIMEOUT_MS = 500;
+/** while bypassed, how often a background PING asks whether Redis answers again */
+export const REDIS_PROBE_EVERY_MS = 1000;
 
 type RedisWithHit = Redis & { rateLimitHit(...args: Array<string | number>): Promise<number[]> };
 
@@ -56,11 +60,19 @@ type RedisWithHit = Redis & { rateLimitHit(...args: Array<string | number>): Pro
  * reached the limiter fails open to this instance's own memory counters
  * (documented in docs/decisions.md): the API keeps serving, each instance
  * still enforces the budget on its own, and a warning is logged.
+ *
+ * A breaker keeps Redis trouble to one timeout: after a command fails or
+ * times out (a frozen Redis accepts connections and never answers), hits are
+ * counted in memory without asking Redis at all, while a background PING
+ * every second probes it; the first answer switches back to shared counting.
  */
 export class RedisRateLimitStorage implements RateLimitStorage {
   private readonly redis: RedisWithHit;
   private readonly fallback: MemoryRateLimitStorage;
   private lastWarnAt = 0;
+  /** set while Redis is bypassed: the background probe */
+  private probe: NodeJS.Timeout | null = null;
+  private probing = false;
 
   constructor(
     url: string,
@@ -72,7 +84,7 @@ export class RedisRateLimitStorage implements RateLimitStorage {
       // fail fast instead of queueing requests behind a reconnect
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      commandTimeout: 1000,
+      commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
       connectTimeout: CONNECT_WAIT_MS,
       retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
     }) as RedisWithHit;
@@ -96,7 +108,13 @@ export class RedisRateLimitStorage implements RateLimitStorage {
     if ((this.redis.status as string) !== 'ready') this.warn(new Error(`not connected after ${CONNECT_WAIT_MS} ms`));
   }
 
+  /** true while hits are counted in memory because Redis failed (tests, metrics) */
+  get bypassed(): boolean {
+    return this.probe !== null;
+  }
+
   async hit(tracker: string, windows: RateWindow[]): Promise<RateLimitHit> {
+    if (this.probe !== null) return this.fallback.hit(tracker, windows);
     // the hash tag keeps one tracker's windows in one cluster slot
     const keys = windows.map((window) => `${this.prefix}{${tracker}}:${window.name}:${window.ttlMs}`);
     const args = windows.flatMap((window) => [window.ttlMs, window.limit]);
@@ -105,6 +123,7 @@ export class RedisRateLimitStorage implements RateLimitStorage {
       reply = await this.redis.rateLimitHit(keys.length, ...keys, ...args);
     } catch (error) {
       this.warn(error as Error);
+      this.bypass();
       return this.fallback.hit(tracker, windows);
     }
     return {
@@ -113,7 +132,31 @@ export class RedisRateLimitStorage implements RateLimitStorage {
     };
   }
 
+  private bypass(): void {
+    if (this.probe !== null) return;
+    this.probe = setInterval(() => void this.probeOnce(), REDIS_PROBE_EVERY_MS);
+    this.probe.unref();
+  }
+
+  private async probeOnce(): Promise<void> {
+    if (this.probing || this.probe === null) return;
+    this.probing = true;
+    try {
+      await this.redis.ping();
+      clearInterval(this.probe);
+      this.probe = null;
+      this.lastWarnAt = 0;
+      this.logger.info({}, 'rate-limit store (Redis) answers again: counting shared across instances');
+    } catch {
+      // still unavailable: keep counting in memory, probe again
+    } finally {
+      this.probing = false;
+    }
+  }
+
   async close(): Promise<void> {
+    if (this.probe !== null) clearInterval(this.probe);
+    this.probe = null;
     this.fallback.close();
     this.redis.disconnect();
   }

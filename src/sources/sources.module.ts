@@ -1,10 +1,12 @@
 import { Module } from '@nestjs/common';
+import { OrgsModule } from '../orgs/orgs.module';
 import { SourcesController } from './sources.controller';
 import { SourcesFixtureSection } from './sources.fixtures';
 import { SourcesRepository } from './sources.repository';
 import { SourcesService } from './sources.service';
 
 @Module({
+  imports: [OrgsModule],
   controllers: [SourcesController],
   providers: [SourcesRepository, SourcesService, SourcesFixtureSection],
 })

@@ -5,7 +5,7 @@ import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRow, upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
-import { agents, documents, orgs, sources, type OrgLimits } from '../database/schema';
+import { agents, documents, sources } from '../database/schema';
 import type { SourceRow } from './sources.mapper';
 
 export type NewSourceRow = typeof sources.$inferInsert;
@@ -46,11 +46,6 @@ export class SourcesRepository {
     return row ?? null;
   }
 
-  /** Locks the organization row: creates of one organization run one at a time, so the cap holds. */
-  async lockOrgLimits(orgId: string, tx: DbOrTx): Promise<OrgLimits | null> {
-    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('no key update');
-    return row?.limits ?? null;
-  }
 
   /** Sources that count against `limits.sources`: all but the upload singleton. */
   async countCapped(orgId: string, tx: DbOrTx = this.db): Promise<number> {

@@ -5,6 +5,7 @@ import type { Page } from '../common/envelope';
 import { BOUNDS, jsonDepth } from '../common/input-bounds';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { outboundUrlProblem } from '../common/url-policy';
+import { OrgsRepository } from '../orgs/orgs.repository';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import { connectorSourceRefused, uploadSourceConflict, type CreateSourceDto, type SourceDto } from './sources.dto';
@@ -40,6 +41,7 @@ export class SourcesService {
   constructor(
     @Inject(DATABASE) private readonly db: Database,
     private readonly repository: SourcesRepository,
+    private readonly orgs: OrgsRepository,
     private readonly paginator: Paginator,
   ) {}
 
@@ -106,7 +108,7 @@ export class SourcesService {
   }
 
   private async enforceSourceCap(orgId: string, tx: DbOrTx): Promise<void> {
-    const limits = await this.repository.lockOrgLimits(orgId, tx);
+    const limits = await this.orgs.lockLimits(orgId, tx);
     const cap = limits?.sources ?? null;
     if (cap === null) return;
     const used = await this.repository.countCapped(orgId, tx);

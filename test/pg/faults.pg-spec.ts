@@ -1,4 +1,8 @@
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { Client } from 'pg';
 import { createOrg, type TestOrg } from '../support/factories';
 import { startTestCluster, type TestCluster } from '../support/pg-cluster';
@@ -37,7 +41,10 @@ describe('database faults (server engine)', () => {
   }, 60_000);
 
   afterAll(async () => {
+    const before = t?.connection.poolStats();
+    const slow = setTimeout(() => console.warn(`close still pending after 10 s; pool before ${JSON.stringify(before)}, now ${JSON.stringify(t.connection.poolStats())}`), 10_000);
     await t?.close().catch(() => undefined);
+    clearTimeout(slow);
     cluster?.destroy();
   });
 
@@ -120,6 +127,67 @@ describe('database faults (server engine)', () => {
       }
       const after = await Promise.all(Array.from({ length: 5 }, getOrg));
       for (const sample of after) expect(sample.status).toBe(200);
+    }, 60_000);
+  });
+  describe('a frozen database (every PostgreSQL process stopped with SIGSTOP) under keyed writes', () => {
+    /** the postmaster and every process it started */
+    function clusterPids(): number[] {
+      const postmaster = Number(readFileSync(join(cluster.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+      const children = execFileSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number);
+      return [postmaster, ...children];
+    }
+
+    it('answers every request within the statement timeout plus one second, the rollback included, then serves writes again', async () => {
+      const writer = await createOrg(t.app, { limits: { agents: null } });
+      let sent = 0;
+      // keyed (the request transaction) and unkeyed (the service's own transaction) in turn
+      const write = async () => {
+        const keyed = sent++ % 2 === 0;
+        const started = performance.now();
+        const res = await fetch(`${base}/agents`, {
+          method: 'POST',
+          headers: { authorization: writer.auth, 'content-type': 'application/json', ...(keyed ? { 'idempotency-key': randomUUID() } : {}) },
+          body: JSON.stringify({ handle: `z${randomUUID().slice(0, 8)}`, name: 'Frozen', instructions: 'Help.' }),
+          signal: AbortSignal.timeout(30_000),
+        });
+        const body = (await res.json()) as Sample['body'];
+        return { at: started, status: res.status, ms: performance.now() - started, body, requestIdHeader: res.headers.get('x-request-id') };
+      };
+      expect((await write()).status).toBe(201);
+      const samples: Sample[] = [];
+      let running = true;
+      const workers = Array.from({ length: 6 }, async () => {
+        while (running) samples.push(await write());
+      });
+      await sleep(300);
+      const pids = clusterPids();
+      for (const pid of pids) process.kill(pid, 'SIGSTOP');
+      const frozenAt = performance.now();
+      try {
+        await sleep(3 * STATEMENT_TIMEOUT_MS + 1500);
+      } finally {
+        for (const pid of pids) process.kill(pid, 'SIGCONT');
+      }
+      const thawedAt = performance.now();
+      const deadline = thawedAt + 10_000;
+      while (performance.now() < deadline && !samples.some((s) => s.at > thawedAt && s.status === 201)) await sleep(100);
+      running = false;
+      await Promise.all(workers);
+
+      const duringFreeze = samples.filter((s) => s.at > frozenAt && s.at + s.ms < thawedAt);
+      expect(duringFreeze.length).toBeGreaterThan(3);
+      for (const sample of samples) {
+        // the log lines of anything else, to say why
+        if (sample.status !== 201 && sample.status !== 503) expect(t.logs.filter((l) => l.includes(sample.requestIdHeader!))).toEqual([]);
+        expect([201, 503]).toContain(sample.status);
+        if (sample.status === 503) {
+          expect(sample.body.error?.code).toBe('service_unavailable');
+          expect(sample.body.error?.request_id).toBe(sample.requestIdHeader);
+        }
+        // issue 14 §6: bounded end to end, whatever the database does
+        expect(sample.ms).toBeLessThan(STATEMENT_TIMEOUT_MS + 1000);
+      }
+      expect(samples.some((s) => s.at > thawedAt && s.status === 201)).toBe(true);
     }, 60_000);
   });
 });

@@ -7,6 +7,8 @@ import { Redis } from 'ioredis';
 export interface TestRedis {
   url: string;
   port: number;
+  /** the redis-server process id (tests freeze it with SIGSTOP) */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -61,5 +63,5 @@ export async function startRedis(binary: string): Promise<TestRedis> {
     }
   }
   client.disconnect();
-  return { url, port, stop };
+  return { url, port, pid: child.pid!, stop };
 }
