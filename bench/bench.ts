@@ -12,12 +12,26 @@ import { BENCH_PATHS, type BenchContext, type BenchPath } from './routes';
 import { AGENTS, CONVERSATIONS, seed } from './seed';
 
 /**
- * `npm run bench`: seeds the volume dataset, starts the BUILT server and two
+ * `npm run bench`: seeds the volume dataset, starts the BUILT server and three
  * baselines one after the other on the same database, and prints req/s at 50
  * connections and p50/p99 at a fixed 200 req/s for each main path, with the
  * ratios to the baselines. Embedded PGlite by default; DATABASE_URL when set.
+ * BENCH_ROUNDS=n repeats the service and baselines (b), (c) n times,
+ * interleaved, and reports the median of each figure; BENCH_PROFILE=dir runs
+ * the service under `node --cpu-prof` into dir (bench/profile-summary.ts
+ * reads it); BENCH_SERVERS=service,metrics,b,c,a picks which servers run
+ * (metrics: the same build with METRICS_PORT set, issue 12) and
+ * BENCH_ONLY=<part of a path name> which paths; BENCH_SERVICE=<main.js of
+ * another build> benches that build as the service (before/after).
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
+const SERVERS = new Set((process.env.BENCH_SERVERS ?? 'service,metrics,b,c,a').split(',').map((s) => s.trim()));
+const PROFILE_DIR = process.env.BENCH_PROFILE?.trim() || '';
+/** BENCH_SERVICE=<another build's dist/src/main.js>: measure that build as "the service" (before/after comparisons) */
+const SERVICE_SCRIPT = process.env.BENCH_SERVICE?.trim() || 'dist/src/main.js';
+/** BENCH_ONLY='PATCH' measures only the paths whose name contains it */
+const ONLY = process.env.BENCH_ONLY?.trim() || '';
 const RATE = 200;
 const ROOT = join(__dirname, '..', '..');
 
@@ -50,7 +64,7 @@ function cpuTimeUs(pid: number | undefined): number {
     return NaN;
   }
 }
-type Target = 'service' | 'service, metrics on' | 'baseline (a) memory' | 'baseline (b) data';
+type Target = 'service' | 'service, metrics on' | 'baseline (a) memory' | 'baseline (b) data' | 'baseline (c) nest';
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -62,10 +76,10 @@ function freePort(): Promise<number> {
   });
 }
 
-async function start(name: string, script: string, env: Record<string, string>, logFile: string): Promise<{ child: ChildProcess; base: string }> {
+async function start(name: string, script: string, env: Record<string, string>, logFile: string, nodeArgs: string[] = []): Promise<{ child: ChildProcess; base: string }> {
   const port = await freePort();
   const out = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [script], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', out, out] });
+  const child = spawn(process.execPath, [...nodeArgs, script], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', out, out] });
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000;
   for (;;) {
@@ -209,72 +223,91 @@ async function main(): Promise<void> {
     console.log(`bench: seeded in ${((Date.now() - seedStarted) / 1000).toFixed(1)} s`);
     const ctx: BenchContext = { ...seeded, runTag: randomBytes(3).toString('hex').replace(/[0-9]/g, (d) => 'ghijklmnop'[Number(d)]) };
     const counter = { n: 0 };
-    const results = new Map<string, Partial<Record<Target, Measure>>>();
 
-    // the service, as users run it (default log level: one line per request; metrics off, the default)
     const serviceEnv = { ...dbEnv, ...secrets, HOST: '127.0.0.1', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_HOUR: '100000000', TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off' };
-    const service = await start('service', 'dist/src/main.js', serviceEnv, logFile);
+    const serviceArgs = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+    // which paths this build serves (the service, as users run it: default log level, one line per request)
     const available: BenchPath[] = [];
     const bodies: Array<{ method: string; pattern: string; status: number; data: unknown }> = [];
-    for (const path of BENCH_PATHS) {
-      const res = await fetch(service.base + path.path(ctx, 0), {
-        method: path.method,
-        headers: { authorization: `Bearer ${ctx.token}`, 'content-type': 'application/json' },
-        body: path.body?.(ctx, 0),
-      });
-      const body = (await res.json()) as { data?: unknown; error?: { code?: string } };
-      if (res.status === 404 && body.error?.code === 'not_found') {
-        console.log(`bench: ${path.name} skipped: the service has no such endpoint (404) on this build`);
-        continue;
+    {
+      const probe = await start('service', SERVICE_SCRIPT, serviceEnv, logFile);
+      for (const path of BENCH_PATHS.filter((p) => p.name.includes(ONLY))) {
+        const res = await fetch(probe.base + path.path(ctx, 0), {
+          method: path.method,
+          headers: { authorization: `Bearer ${ctx.token}`, 'content-type': 'application/json' },
+          body: path.body?.(ctx, 0),
+        });
+        const body = (await res.json()) as { data?: unknown; error?: { code?: string } };
+        if (res.status === 404 && body.error?.code === 'not_found') {
+          console.log(`bench: ${path.name} skipped: the service has no such endpoint (404) on this build`);
+          continue;
+        }
+        if (res.status >= 300) throw new Error(`${path.name} answered ${res.status}: ${JSON.stringify(body)}`);
+        available.push(path);
+        const pattern = '^' + path.path(ctx, 0).split('?')[0].replace(/agent_[0-9a-f]{24}/, '[^/?]+').replace(/[?]/g, '\\?') + '(\\?.*)?$';
+        bodies.push({ method: path.method, pattern, status: res.status, data: body.data });
       }
-      if (res.status >= 300) throw new Error(`${path.name} answered ${res.status}: ${JSON.stringify(body)}`);
-      available.push(path);
-      const pattern = '^' + path.path(ctx, 0).split('?')[0].replace(/agent_[0-9a-f]{24}/, '[^/?]+').replace(/[?]/g, '\\?') + '(\\?.*)?$';
-      bodies.push({ method: path.method, pattern, status: res.status, data: body.data });
+      await stop(probe.child);
     }
-    for (const path of available) {
-      console.log(`bench: service ${path.name}`);
-      results.set(path.name, { service: await measure(service, path, ctx, counter) });
+    const rounds = new Map<string, Partial<Record<Target, Measure[]>>>(available.map((p) => [p.name, {}]));
+    const loads: string[] = [];
+    let scrape: ScrapeSummary | null = null;
+    async function bench(target: Target, server: { base: string; child: ChildProcess }, beforeStop?: () => Promise<void>): Promise<void> {
+      const from = counter.n;
+      for (const path of available) {
+        console.log(`bench: ${target} ${path.name}`);
+        const got = rounds.get(path.name)!;
+        (got[target] ??= []).push(await measure(server, path, ctx, counter));
+      }
+      await beforeStop?.();
+      await stop(server.child);
+      // the requests the profiled service answered, for profile-summary's µs per request
+      if (PROFILE_DIR && target === 'service') writeFileSync(join(PROFILE_DIR, 'requests.txt'), String(counter.n - from + Number(existsSync(join(PROFILE_DIR, 'requests.txt')) ? readFileSync(join(PROFILE_DIR, 'requests.txt'), 'utf8') : 0)));
     }
-    await stop(service.child);
-
-    // the same build with metrics on (METRICS_PORT): what collecting them costs per request
-    const metricsPort = await freePort();
-    const metered = await start('service, metrics on', 'dist/src/main.js', { ...serviceEnv, METRICS_PORT: String(metricsPort) }, logFile);
-    for (const path of available) {
-      console.log(`bench: service, metrics on ${path.name}`);
-      results.get(path.name)!['service, metrics on'] = await measure(metered, path, ctx, counter);
+    // servers one after the other (PGlite allows one process per directory),
+    // rounds interleaved so that a noisy minute hits every server alike
+    for (let round = 1; round <= ROUNDS; round++) {
+      loads.push(loadavg().map((l) => l.toFixed(2)).join(' '));
+      if (ROUNDS > 1) console.log(`bench: round ${round} of ${ROUNDS}, load average ${loads.at(-1)}`);
+      if (SERVERS.has('service')) await bench('service', await start('service', SERVICE_SCRIPT, serviceEnv, logFile, serviceArgs));
+      if (SERVERS.has('metrics')) {
+        const metricsPort = await freePort();
+        const metered = await start('service, metrics on', SERVICE_SCRIPT, { ...serviceEnv, METRICS_PORT: String(metricsPort) }, logFile);
+        // one scrape before it stops: proof the metrics were on, and what a scrape holds
+        await bench('service, metrics on', metered, async () => {
+          scrape = await metricsSummary(`http://127.0.0.1:${metricsPort}/metrics`);
+        });
+      }
+      if (SERVERS.has('b')) await bench('baseline (b) data', await start('baseline (b)', 'dist/bench/baseline-data.js', dbEnv, logFile));
+      if (SERVERS.has('c')) await bench('baseline (c) nest', await start('baseline (c)', 'dist/bench/baseline-nest.js', dbEnv, logFile));
     }
-    const scrape = await metricsSummary(`http://127.0.0.1:${metricsPort}/metrics`);
-    await stop(metered.child);
-
-    // (b) same SQL, same database (PGlite: the directory is free again now)
-    const data = await start('baseline (b)', 'dist/bench/baseline-data.js', dbEnv, logFile);
-    for (const path of available) {
-      console.log(`bench: baseline (b) ${path.name}`);
-      results.get(path.name)!['baseline (b) data'] = await measure(data, path, ctx, counter);
+    // (a) the same envelopes from memory: once, it measures the load generator more than anything
+    if (SERVERS.has('a')) {
+      const bodiesFile = join(work, 'bodies.json');
+      writeFileSync(bodiesFile, JSON.stringify(bodies));
+      await bench('baseline (a) memory', await start('baseline (a)', 'dist/bench/baseline-memory.js', { BENCH_BODIES: bodiesFile }, logFile));
     }
-    await stop(data.child);
-
-    // (a) the same envelopes from memory
-    const bodiesFile = join(work, 'bodies.json');
-    writeFileSync(bodiesFile, JSON.stringify(bodies));
-    const memory = await start('baseline (a)', 'dist/bench/baseline-memory.js', { BENCH_BODIES: bodiesFile }, logFile);
-    for (const path of available) {
-      console.log(`bench: baseline (a) ${path.name}`);
-      results.get(path.name)!['baseline (a) memory'] = await measure(memory, path, ctx, counter);
+    loads.push(loadavg().map((l) => l.toFixed(2)).join(' '));
+    const results = new Map<string, Partial<Record<Target, Measure>>>();
+    for (const [name, got] of rounds) {
+      results.set(name, Object.fromEntries(Object.entries(got).map(([target, list]) => [target, median(list!)])) as Partial<Record<Target, Measure>>);
     }
-    await stop(memory.child);
-
+    console.log(`bench: load average (1, 5, 15 min) at the start of each round and at the end: ${loads.join(' | ')}`);
     report(engine, available, results, Date.now() - started);
-    reportMetricsCost(available, results, scrape);
+    if (scrape) reportMetricsCost(available, results, scrape);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
 }
 
 /** One scrape at the end of the metered run: proof the metrics were on, and what a scrape holds. */
-async function metricsSummary(url: string): Promise<{ series: number; requests: number; bytes: number }> {
+interface ScrapeSummary {
+  series: number;
+  requests: number;
+  bytes: number;
+}
+
+async function metricsSummary(url: string): Promise<ScrapeSummary> {
   const text = await (await fetch(url)).text();
   const samples = text.split('\n').filter((line) => line !== '' && !line.startsWith('#'));
   const requests = samples.filter((line) => line.startsWith('http_requests_total{')).reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
@@ -282,7 +315,7 @@ async function metricsSummary(url: string): Promise<{ series: number; requests: 
 }
 
 /** The same build with metrics off (the default) and on, path by path. */
-function reportMetricsCost(paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>, scrape: { series: number; requests: number; bytes: number }): void {
+function reportMetricsCost(paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>, scrape: ScrapeSummary): void {
   console.log('\nmetrics (issue 12): the same build with METRICS_PORT unset (off) and set (on), run one after the other\n');
   console.log('| path | req/s off | req/s on | on / off | p99 off / on (ms) | CPU µs/req off | CPU µs/req on | CPU on / off |');
   console.log('|---|---|---|---|---|---|---|---|');
@@ -298,36 +331,59 @@ function reportMetricsCost(paths: BenchPath[], results: Map<string, Partial<Reco
   console.log(`\none scrape after the metered run: ${scrape.series} series, ${(scrape.bytes / 1024).toFixed(0)} KiB, http_requests_total summed ${scrape.requests}`);
 }
 
+/** The median of each figure over the rounds (each figure on its own). */
+function median(list: Measure[]): Measure {
+  const mid = (pick: (m: Measure) => number) => {
+    const sorted = list.map(pick).sort((x, y) => x - y);
+    return sorted.length % 2 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
+  };
+  return {
+    rps: mid((m) => m.rps),
+    p50: mid((m) => m.p50),
+    p99: mid((m) => m.p99),
+    cpuUs: mid((m) => m.cpuUs),
+    non2xx: list.reduce((n, m) => n + m.non2xx, 0),
+    errors: list.reduce((n, m) => n + m.errors, 0),
+  };
+}
+
 function report(engine: string, paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>, elapsedMs: number): void {
   const cores = cpus();
   console.log(`\n## ${engine === 'postgres' ? 'PostgreSQL server (DATABASE_URL)' : 'embedded PGlite'}: ${AGENTS} agents, ${CONVERSATIONS} conversations`);
   console.log(`machine: ${cores.length} × ${cores[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}; load average before the report ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  console.log(`req/s: 50 connections for ${SECONDS} s; latency: one request every ${1000 / RATE} ms (open loop, timed from when it was due) for ${SECONDS} s (ms); CPU: the server process's user + system time per request in that phase (µs)\n`);
-  console.log('| path | service req/s | (b) data req/s | (a) memory req/s | service / (b) | service / (a) | service p50 | service p99 | (b) p50 / p99 | (a) p50 / p99 | CPU µs/req service / (b) / (a) | non-2xx |');
+  console.log(
+    `req/s: 50 connections for ${SECONDS} s; latency: one request every ${1000 / RATE} ms (open loop, timed from when it was due) for ${SECONDS} s (ms); CPU: the server process's user + system time per request in that phase (µs); ${ROUNDS > 1 ? `median of ${ROUNDS} interleaved rounds` : 'one round'}\n`,
+  );
+  console.log('| path | service req/s | (c) nest req/s | (b) data req/s | (a) memory req/s | service / (c) | service / (b) | service p50 / p99 | (c) p50 / p99 | (b) p50 / p99 | CPU µs/req service / (c) / (b) | non-2xx |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   const fmt = (n: number | undefined) => (n === undefined ? '–' : n >= 100 ? n.toFixed(0) : n.toFixed(1));
   const cpu = (us: number | undefined) => (us === undefined || Number.isNaN(us) ? '–' : us.toFixed(0));
+  const ratio = (s: Measure | undefined, base: Measure | undefined) => (s && base ? s.rps / base.rps : undefined);
   for (const path of paths) {
     const r = results.get(path.name)!;
-    const s = r.service!;
+    const s = r.service;
+    const c = r['baseline (c) nest'];
     const b = r['baseline (b) data'];
     const a = r['baseline (a) memory'];
+    const rc = ratio(s, c);
+    const rb = ratio(s, b);
     console.log(
-      `| ${path.name} | ${fmt(s.rps)} | ${fmt(b?.rps)} | ${fmt(a?.rps)} | ${b ? (s.rps / b.rps).toFixed(2) : '–'} | ${a ? (s.rps / a.rps).toFixed(2) : '–'} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(b?.p50)} / ${fmt(b?.p99)} | ${fmt(a?.p50)} / ${fmt(a?.p99)} | ${cpu(s.cpuUs)} / ${cpu(b?.cpuUs)} / ${cpu(a?.cpuUs)} | ${s.non2xx + s.errors} |`,
+      `| ${path.name} | ${fmt(s?.rps)} | ${fmt(c?.rps)} | ${fmt(b?.rps)} | ${fmt(a?.rps)} | ${rc?.toFixed(2) ?? '–'} | ${rb?.toFixed(2) ?? '–'} | ${fmt(s?.p50)} / ${fmt(s?.p99)} | ${fmt(c?.p50)} / ${fmt(c?.p99)} | ${fmt(b?.p50)} / ${fmt(b?.p99)} | ${cpu(s?.cpuUs)} / ${cpu(c?.cpuUs)} / ${cpu(b?.cpuUs)} | ${s ? s.non2xx + s.errors : '–'} |`,
     );
   }
-  console.log('\ntargets (issue 7):');
+  console.log('\ntargets (issue 13):');
   for (const path of paths) {
     const r = results.get(path.name)!;
-    const s = r.service!;
-    if (path.name === 'GET /agents/{id}' && r['baseline (b) data']) {
-      const ratio = s.rps / r['baseline (b) data']!.rps;
-      console.log(`  ${path.name} ≥ 0.5 of baseline (b): ${ratio.toFixed(2)} ${ratio >= 0.5 ? 'met' : 'NOT met'}`);
-    }
+    const s = r.service;
+    if (!s) continue;
+    const rc = ratio(s, r['baseline (c) nest']);
+    const rb = ratio(s, r['baseline (b) data']);
+    if (rc !== undefined) console.log(`  ${path.name} ≥ 0.85 of baseline (c): ${rc.toFixed(2)} ${rc >= 0.85 ? 'met' : 'NOT met'}`);
+    if (rb !== undefined) console.log(`  ${path.name} ≥ 0.6 of baseline (b): ${rb.toFixed(2)} ${rb >= 0.6 ? 'met' : 'NOT met'}`);
     if (path.kind === 'point') console.log(`  ${path.name} p99 ≤ 10 ms at ${RATE} req/s: ${s.p99.toFixed(1)} ms ${s.p99 <= 10 ? 'met' : 'NOT met'}`);
     if (path.kind === 'filtered') console.log(`  ${path.name} p50 ≤ 20 ms: ${s.p50.toFixed(1)} ms ${s.p50 <= 20 ? 'met' : 'NOT met'}`);
   }
-  const skipped = BENCH_PATHS.filter((p) => !paths.includes(p)).map((p) => p.name);
+  const skipped = BENCH_PATHS.filter((p) => p.name.includes(ONLY) && !paths.includes(p)).map((p) => p.name);
   if (skipped.length) console.log(`  not measured (no such endpoint on this build): ${skipped.join(', ')}`);
   console.log(`\nbench: done in ${(elapsedMs / 1000).toFixed(0)} s`);
 }

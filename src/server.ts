@@ -5,7 +5,7 @@ import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
 import { APP_OPTIONS, configureApp, createHttpAdapter, initApp, trackRequests, type InFlightRequest, type RequestTracker } from './bootstrap';
-import { createLogger, PinoNestLogger, type AppLogger } from './common/logger';
+import { createLogger, flushLogger, PinoNestLogger, type AppLogger } from './common/logger';
 import { API_PREFIX } from './common/api-paths';
 import { HealthService } from './health/health.service';
 import type { AppConfig } from './config/config';
@@ -179,5 +179,6 @@ export async function runServer(config: AppConfig): Promise<void> {
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
   const address = `http://${shownHost}:${port}/${API_PREFIX}`;
   logger.info({ address, database: config.databaseUrl ? 'postgres' : `pglite:${config.pgliteDir}` }, `listening on ${address}`);
+  flushLogger(logger);
   announceKeys(startup, address);
 }

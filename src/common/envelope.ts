@@ -53,9 +53,15 @@ export function envelope<T>(result: T | Page<T> | PagedResource<T>, requestId: s
 export class EnvelopeInterceptor implements NestInterceptor {
   constructor(private readonly reflector: Reflector) {}
 
+  /** handler → whether it answers its body raw (metadata never changes once the app runs) */
+  private readonly raw = new WeakMap<object, boolean>();
+
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (this.reflector.get<boolean>(RAW_RESPONSE, context.getHandler())) return next.handle();
-    const request = context.switchToHttp().getRequest<RequestContext>();
-    return next.handle().pipe(map((result: unknown) => envelope(result, request.requestId)));
+    const handler = context.getHandler();
+    let raw = this.raw.get(handler);
+    if (raw === undefined) this.raw.set(handler, (raw = this.reflector.get<boolean>(RAW_RESPONSE, handler) === true));
+    if (raw) return next.handle();
+    const { requestId } = context.switchToHttp().getRequest<RequestContext>();
+    return next.handle().pipe(map((result: unknown) => envelope(result, requestId)));
   }
 }

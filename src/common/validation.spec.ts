@@ -95,3 +95,60 @@ describe('HEX_COLOR_PATTERN: every CSS hex color form', () => {
     expect(['abc', '#ab', '#abcde', '#abcdefg', '#a1b2c3d4e', '#ggg', 'red'].some((color) => HEX_COLOR_PATTERN.test(color))).toBe(false);
   });
 });
+
+class ListQuery {
+  @IsOptional()
+  @IsString()
+  cursor?: string;
+}
+
+class UndecoratedDefault {
+  @IsOptional()
+  @IsString()
+  cursor?: string;
+
+  // not a validated field: the whitelist strips it from what the pipe answers
+  limit = 25;
+}
+
+class NeedsAQuery {
+  @IsString()
+  q!: string;
+}
+
+describe('ApiValidationPipe: a request without a query', () => {
+  const pipe = new ApiValidationPipe();
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('answers a fresh instance with its defaults once {} is known to pass, and still validates a real query', async () => {
+    const query: ArgumentMetadata = { type: 'query', metatype: ListQuery };
+    const first = await pipe.transform({}, query);
+    await settle();
+    const second = await pipe.transform({}, query);
+    const third = await pipe.transform(undefined, query);
+    for (const value of [first, second, third]) expect(value).toEqual(new ListQuery());
+    expect(second).toBeInstanceOf(ListQuery);
+    expect(second).not.toBe(third);
+    const refused = await pipe.transform({ cursor: ['a', 'b'] }, query).catch((e: unknown) => e);
+    expect((refused as ApiError).status).toBe(422);
+  });
+
+  it('answers exactly what the full validation answers, also where a bare instance would differ', async () => {
+    const query: ArgumentMetadata = { type: 'query', metatype: UndecoratedDefault };
+    for (let i = 0; i < 3; i++) {
+      const value = await pipe.transform({}, query);
+      expect(value).toBeInstanceOf(UndecoratedDefault);
+      expect(Object.keys(value as object)).toEqual([]);
+      await settle();
+    }
+  });
+
+  it('keeps refusing an empty query when the DTO requires a field', async () => {
+    const query: ArgumentMetadata = { type: 'query', metatype: NeedsAQuery };
+    for (let i = 0; i < 3; i++) {
+      const error = await pipe.transform({}, query).catch((e: unknown) => e);
+      expect((error as ApiError).status).toBe(422);
+      await settle();
+    }
+  });
+});

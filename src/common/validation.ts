@@ -115,6 +115,12 @@ export function nestingDepth(value: unknown, limit: number): number {
   return deepest;
 }
 
+function isEmptyObject(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  for (const _key in value) return false;
+  return Object.getOwnPropertySymbols(value).length === 0;
+}
+
 const NUL = '\u0000';
 const NUL_PROBLEM = 'must not contain the NUL character (U+0000)';
 const UNPAIRED_PROBLEM = 'must be valid UTF-8 text (no invalid bytes, no unpaired surrogate such as \\ud800)';
@@ -196,6 +202,23 @@ export class ApiValidationPipe extends ValidationPipe {
     });
   }
 
+  /** query DTO class → whether `{}` passed its validation (it always will again: nothing in it varies) */
+  private readonly emptyQueryValid = new WeakMap<object, boolean>();
+
+  private emptyQueryIsValid(metatype: new () => object): boolean {
+    let valid = this.emptyQueryValid.get(metatype);
+    if (valid === undefined) {
+      // decided on first use, synchronously enough: until then requests take the full path
+      valid = false;
+      this.emptyQueryValid.set(metatype, false);
+      super.transform({}, { type: 'query', metatype }).then(
+        (instance) => this.emptyQueryValid.set(metatype, instance instanceof metatype && Object.keys(instance).length === Object.keys(new metatype()).length),
+        () => this.emptyQueryValid.set(metatype, false),
+      );
+    }
+    return valid;
+  }
+
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const isDto = typeof metadata.metatype === 'function' && ![String, Number, Boolean, Array, Object].includes(metadata.metatype as never);
     // class-transformer recurses once per level: 10,000 levels overflow the stack (a 500)
@@ -211,6 +234,11 @@ export class ApiValidationPipe extends ValidationPipe {
       precheckOf(metadata.metatype)?.(value as Record<string, unknown>);
     }
     if (metadata.type === 'query' && isDto && (value === undefined || value === null)) value = {};
+    // no query at all (most list requests): class-transformer would build a bare
+    // instance and class-validator find nothing to refuse, every time
+    if (metadata.type === 'query' && isDto && isEmptyObject(value) && this.emptyQueryIsValid(metadata.metatype as new () => object)) {
+      return new (metadata.metatype as new () => object)();
+    }
     if (metadata.type === 'body' || metadata.type === 'query') {
       const fields = unstorableTextPaths(value);
       if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
