@@ -152,7 +152,8 @@ describe("another organization's real ids answer 404 on every id-taking route, a
       covered += 1;
     }
     expect(failures).toEqual([]);
-    expect(covered).toBe(servedIdOperations().length);
+    // every served id-taking operation was called (a new route needs its case in CASES)
+    expect({ covered }).toEqual({ covered: servedIdOperations().length });
     expect(await snapshot(b.orgId)).toBe(before);
   });
 
