@@ -128,6 +128,7 @@ function endRequest(logger: AppLogger, request: FastifyRequest, reply: FastifyRe
 function startRequest(request: FastifyRequest, reply: FastifyReply): void {
   const ctx = request as unknown as RequestContext;
   ctx.requestId = resolveRequestId(request.headers['x-request-id']);
+  ctx.receivedAt = Date.now();
   ctx.traceId = resolveTraceId(request.headers.traceparent);
   requestOnSocket.set(request.raw.socket, { request, response: reply.raw });
   void reply.header(REQUEST_ID_HEADER, ctx.requestId);

@@ -1,8 +1,11 @@
-import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import { ApiError, ErrorCode } from '../common/api-error';
 import type { AuthContext, RequestContext } from '../common/request-context';
 import { RateLimiter, type RateDecision } from '../rate-limit/rate-limiter';
+import { APP_CONFIG, type AppConfig } from '../config/config';
+import { requestDatabaseScope } from '../database/request-deadline.interceptor';
+import { runInScope } from '../database/request-scope';
 import { Metrics } from '../metrics/metrics';
 import { ApiKeysService, AuthenticationFailure } from './api-keys.service';
 import { PUBLIC_ROUTE, REQUIRED_SCOPE } from './auth.decorators';
@@ -51,6 +54,7 @@ export class AuthenticationGuard implements CanActivate {
     private readonly limiter: RateLimiter,
     private readonly adapterHost: HttpAdapterHost,
     private readonly metrics: Metrics,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -66,7 +70,9 @@ export class AuthenticationGuard implements CanActivate {
     if (caller === undefined) {
       const refused = this.keys.wasValidLately(request.headers.authorization) ? null : this.limiter.refusedClient(clientAddress);
       if (refused) this.apply(response, refused);
-      caller = await this.keys.authenticate(request.headers.authorization).catch((error: unknown) => {
+      // within the request's database deadline, which the handler's queries share
+      const lookup = runInScope(requestDatabaseScope(request, this.config), () => this.keys.authenticate(request.headers.authorization));
+      caller = await lookup.catch((error: unknown) => {
         if (error instanceof AuthenticationFailure) return error;
         throw error;
       });
