@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { idempotencyRecords } from '../src/database/schema';
 import { IdempotencyRepository } from '../src/idempotency/idempotency.repository';
-import { MetricsServer } from '../src/metrics/metrics.server';
 import { setAgentDeletedAt } from './support/agent-rows';
 import { createOrg, type TestOrg } from './support/factories';
-import { parseExposition, sampleValue, type Exposition } from './support/prometheus';
+import { sampleValue, scrapeMetrics, type Exposition } from './support/prometheus';
 import { createTestApp, type TestApp } from './support/test-app';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -22,19 +20,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-function scrape(): Promise<Exposition> {
-  const { port } = t.app.get(MetricsServer).address()!;
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve(parseExposition(body)));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const scrape = () => scrapeMetrics(t.app);
 
 /**
  * Runs a scheduled job as its cron tick does, and waits until the metrics

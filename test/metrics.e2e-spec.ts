@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
-import { MetricsServer } from '../src/metrics/metrics.server';
 import { createOrg, type TestOrg } from './support/factories';
-import { expectPromtoolAccepts, parseExposition, sampleValue, type Exposition } from './support/prometheus';
+import { expectPromtoolAccepts, parseExposition, sampleValue, scrapeMetrics, scrapeMetricsText, type Exposition } from './support/prometheus';
 import { createTestApp, type TestApp } from './support/test-app';
 
 let t: TestApp;
@@ -14,24 +12,8 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-/** GET /metrics from the metrics port, as Prometheus scrapes it. */
-function scrapeText(): Promise<string> {
-  const { port } = t.app.get(MetricsServer).address()!;
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`GET /metrics answered ${res.statusCode}`))));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-async function scrape(): Promise<Exposition> {
-  return parseExposition(await scrapeText());
-}
+const scrapeText = () => scrapeMetricsText(t.app);
+const scrape = () => scrapeMetrics(t.app);
 
 /** How much each of these samples moved while `act` ran. */
 async function moved(samples: Record<string, [string, Record<string, string>]>, act: () => Promise<void>): Promise<Record<string, number>> {

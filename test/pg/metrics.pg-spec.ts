@@ -1,7 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { request as httpRequest } from 'node:http';
-import { MetricsServer } from '../../src/metrics/metrics.server';
-import { parseExposition, sampleValue, type Exposition } from '../support/prometheus';
+import { sampleValue, scrapeMetrics, type Exposition } from '../support/prometheus';
 import { createTestApp, type TestApp } from '../support/test-app';
 
 /** The connection pool gauges of a PostgreSQL server (the embedded engine has no pool). */
@@ -15,19 +13,7 @@ describe('db_pool_* gauges (server engine)', () => {
   });
   afterAll(() => t?.close());
 
-  function scrape(): Promise<Exposition> {
-    const { port } = t.app.get(MetricsServer).address()!;
-    return new Promise((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (body += chunk));
-        res.on('end', () => resolve(parseExposition(body)));
-      });
-      req.on('error', reject);
-      req.end();
-    });
-  }
+  const scrape = () => scrapeMetrics(t.app);
 
   const pool = (e: Exposition) => ({
     inUse: sampleValue(e, 'db_pool_connections_in_use'),

@@ -1,4 +1,7 @@
+import type { INestApplication } from '@nestjs/common';
 import { spawnSync } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { MetricsServer } from '../../src/metrics/metrics.server';
 
 /**
  * Test helpers for the Prometheus text exposition: a strict parser (every
@@ -146,4 +149,24 @@ export function expectPromtoolAccepts(text: string): boolean {
     throw new Error(`promtool check metrics exited ${result.status}:\n${result.problems.join('\n')}`);
   }
   return true;
+}
+
+/** GET /metrics from the app's metrics port, as Prometheus scrapes it (rejects on a status other than 200). */
+export function scrapeMetricsText(app: INestApplication): Promise<string> {
+  const { port } = app.get(MetricsServer).address()!;
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`GET /metrics answered ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The app's metrics, parsed. */
+export async function scrapeMetrics(app: INestApplication): Promise<Exposition> {
+  return parseExposition(await scrapeMetricsText(app));
 }
