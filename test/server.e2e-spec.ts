@@ -77,15 +77,22 @@ describe('first run: embedded default + empty database → demo organization and
     const { hostname, port } = new URL(first!.address);
     const origin = `http://${hostname}:${port}`;
     const socket = connect(Number(port), hostname);
+    let received = '';
+    let continued: () => void;
+    const serverHasTheRequest = new Promise<void>((resolve) => (continued = resolve));
     const response = new Promise<string>((resolve, reject) => {
-      let text = '';
-      socket.on('data', (chunk) => (text += chunk));
-      socket.on('end', () => resolve(text));
+      socket.on('data', (chunk) => {
+        received += chunk;
+        if (/^HTTP\/1\.1 100 /.test(received)) continued();
+      });
+      socket.on('end', () => resolve(received.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '')));
       socket.on('error', reject);
     });
     const body = JSON.stringify({ slow: 'x'.repeat(64) });
     // headers and half of the body: a keep-alive request the server has received and is reading
-    socket.write(`POST /api/v1/org HTTP/1.1\r\nHost: x\r\nX-Request-ID: in-flight-at-sigterm\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    // (its 100 Continue says the server took the request in, before the signal is sent)
+    socket.write(`POST /api/v1/org HTTP/1.1\r\nHost: x\r\nX-Request-ID: in-flight-at-sigterm\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    await serverHasTheRequest;
     socket.write(body.slice(0, 20));
     expect((await fetch(`${origin}/readyz`)).status).toBe(200);
     first!.child.kill('SIGTERM');
