@@ -18,7 +18,8 @@ import { AGENTS, CONVERSATIONS, seed } from './seed';
  * ratios to the baselines. Embedded PGlite by default; DATABASE_URL when set.
  * BENCH_ROUNDS=n repeats the service and baselines (b), (c) n times,
  * interleaved, and reports the median of each figure; BENCH_PROFILE=dir runs
- * the service under `node --cpu-prof` into dir (bench/profile-summary.ts
+ * the service under `node --cpu-prof` into dir, baseline (c) into dir/c
+ * (bench/profile-summary.ts
  * reads it); BENCH_SERVERS=service,metrics,b,c,a picks which servers run
  * (metrics: the same build with METRICS_PORT set, issue 12) and
  * BENCH_ONLY=<part of a path name> which paths; BENCH_SERVICE=<main.js of
@@ -39,7 +40,7 @@ interface Measure {
   rps: number;
   p50: number;
   p99: number;
-  /** process CPU (user + system, every thread) per request in the fixed-rate phase, µs; NaN where /proc is missing */
+  /** process CPU (user + system, every thread) per request at 50 connections, µs; NaN where /proc is missing */
   cpuUs: number;
   non2xx: number;
   errors: number;
@@ -191,10 +192,10 @@ async function paced(base: string, path: BenchPath, ctx: BenchContext, rate: num
 async function measure(server: { base: string; child: ChildProcess }, path: BenchPath, ctx: BenchContext, counter: { n: number }): Promise<Measure> {
   const { base } = server;
   await run(base, path, ctx, { connections: 10, duration: 1 }, counter); // warm-up (JIT, caches, prepared statements)
-  const load = await run(base, path, ctx, { connections: 50, duration: SECONDS }, counter);
   const cpuBefore = cpuTimeUs(server.child.pid);
+  const load = await run(base, path, ctx, { connections: 50, duration: SECONDS }, counter);
+  const cpuUs = (cpuTimeUs(server.child.pid) - cpuBefore) / load.requests.total;
   const fixed = await paced(base, path, ctx, RATE, SECONDS, counter);
-  const cpuUs = (cpuTimeUs(server.child.pid) - cpuBefore) / Math.round(RATE * SECONDS);
   return {
     rps: load.requests.average,
     p50: fixed.p50,
@@ -225,7 +226,10 @@ async function main(): Promise<void> {
     const counter = { n: 0 };
 
     const serviceEnv = { ...dbEnv, ...secrets, HOST: '127.0.0.1', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_HOUR: '100000000', TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off' };
-    const serviceArgs = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+    // the service's profiles in dir, baseline (c)'s in dir/c: the same summary reads both, so the difference is the pipeline's
+    const PROFILED: Partial<Record<Target, string>> = PROFILE_DIR ? { service: PROFILE_DIR, 'baseline (c) nest': join(PROFILE_DIR, 'c') } : {};
+    const profileArgs = (target: Target) => (PROFILED[target] ? ['--cpu-prof', `--cpu-prof-dir=${PROFILED[target]}`] : []);
+    const serviceArgs = profileArgs('service');
     // which paths this build serves (the service, as users run it: default log level, one line per request)
     const available: BenchPath[] = [];
     const bodies: Array<{ method: string; pattern: string; status: number; data: unknown }> = [];
@@ -262,7 +266,11 @@ async function main(): Promise<void> {
       await beforeStop?.();
       await stop(server.child);
       // the requests the profiled service answered, for profile-summary's µs per request
-      if (PROFILE_DIR && target === 'service') writeFileSync(join(PROFILE_DIR, 'requests.txt'), String(counter.n - from + Number(existsSync(join(PROFILE_DIR, 'requests.txt')) ? readFileSync(join(PROFILE_DIR, 'requests.txt'), 'utf8') : 0)));
+      const profiled = PROFILE_DIR && PROFILED[target];
+      if (profiled) {
+        const counted = join(profiled, 'requests.txt');
+        writeFileSync(counted, String(counter.n - from + Number(existsSync(counted) ? readFileSync(counted, 'utf8') : 0)));
+      }
     }
     // servers one after the other (PGlite allows one process per directory),
     // rounds interleaved so that a noisy minute hits every server alike
@@ -279,7 +287,7 @@ async function main(): Promise<void> {
         });
       }
       if (SERVERS.has('b')) await bench('baseline (b) data', await start('baseline (b)', 'dist/bench/baseline-data.js', dbEnv, logFile));
-      if (SERVERS.has('c')) await bench('baseline (c) nest', await start('baseline (c)', 'dist/bench/baseline-nest.js', dbEnv, logFile));
+      if (SERVERS.has('c')) await bench('baseline (c) nest', await start('baseline (c)', 'dist/bench/baseline-nest.js', dbEnv, logFile, profileArgs('baseline (c) nest')));
     }
     // (a) the same envelopes from memory: once, it measures the load generator more than anything
     if (SERVERS.has('a')) {
@@ -352,7 +360,7 @@ function report(engine: string, paths: BenchPath[], results: Map<string, Partial
   console.log(`\n## ${engine === 'postgres' ? 'PostgreSQL server (DATABASE_URL)' : 'embedded PGlite'}: ${AGENTS} agents, ${CONVERSATIONS} conversations`);
   console.log(`machine: ${cores.length} × ${cores[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}; load average before the report ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log(
-    `req/s: 50 connections for ${SECONDS} s; latency: one request every ${1000 / RATE} ms (open loop, timed from when it was due) for ${SECONDS} s (ms); CPU: the server process's user + system time per request in that phase (µs); ${ROUNDS > 1 ? `median of ${ROUNDS} interleaved rounds` : 'one round'}\n`,
+    `req/s: 50 connections for ${SECONDS} s; latency: one request every ${1000 / RATE} ms (open loop, timed from when it was due) for ${SECONDS} s (ms); CPU: the server process's user + system time per request at 50 connections (µs); ${ROUNDS > 1 ? `median of ${ROUNDS} interleaved rounds` : 'one round'}\n`,
   );
   console.log('| path | service req/s | (c) nest req/s | (b) data req/s | (a) memory req/s | service / (c) | service / (b) | service p50 / p99 | (c) p50 / p99 | (b) p50 / p99 | CPU µs/req service / (c) / (b) | non-2xx |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
