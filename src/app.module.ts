@@ -16,7 +16,6 @@ import { ApiValidationPipe } from './common/validation';
 import type { AppConfig } from './config/config';
 import type { DatabaseConnection } from './database/connection';
 import { DatabaseModule } from './database/database.module';
-import { RequestDeadlineInterceptor } from './database/request-deadline.interceptor';
 import { FixturesModule } from './fixtures/fixtures.module';
 import { HealthModule } from './health/health.module';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
@@ -68,10 +67,9 @@ export class AppModule {
         // one guard: authenticate → rate limit → scope and organization status (its order is stated there)
         { provide: APP_GUARD, useExisting: AuthenticationGuard },
         { provide: APP_PIPE, useClass: ApiValidationPipe },
-        // interceptors nest in registration order: the database deadline around
-        // everything; idempotency outside the envelope, so it stores and replays
-        // the full enveloped body
-        { provide: APP_INTERCEPTOR, useExisting: RequestDeadlineInterceptor },
+        // interceptors nest in registration order: idempotency outside the
+        // envelope, so it stores and replays the full enveloped body (the
+        // database deadline is set around the whole pipeline: bootstrap.ts)
         { provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor },
         { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
         { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },

@@ -8,10 +8,11 @@ import type { Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { ApiError, ErrorCode } from './common/api-error';
 import { renderErrorBody } from './common/error-body';
-import type { AppLogger } from './common/logger';
+import { requestLineLogger, type AppLogger } from './common/logger';
 import { Metrics, UNMATCHED_ROUTE } from './metrics/metrics';
 import { resolveTraceId } from '../libs/trace-context/trace-context';
-import { DEFAULT_HTTP_LIMITS, type AppConfig } from './config/config';
+import { APP_CONFIG, DEFAULT_HTTP_LIMITS, type AppConfig } from './config/config';
+import { requestDatabaseScope, runInScope } from './database/request-scope';
 import { isJsonContentType, MAX_BODY_BYTES, parseJsonBody, readBody } from './common/request-body';
 import { parseQueryString, pathOf, REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from './common/request-context';
 import { API_PREFIX, DOCS_PATH } from './common/api-paths';
@@ -121,7 +122,7 @@ const APP_METRICS = new WeakMap<FastifyInstance, Metrics>();
  */
 function endRequest(logger: AppLogger, request: FastifyRequest, reply: FastifyReply): void {
   const elapsedMs = reply.elapsedTime;
-  logger.info(requestLogFields(request as unknown as RequestContext, reply.statusCode, elapsedMs), 'request');
+  requestLineLogger(logger).info(requestLogFields(request as unknown as RequestContext, reply.statusCode, elapsedMs), 'request');
   APP_METRICS.get(request.server)?.observeRequest(request.method, request.routeOptions.url ?? UNMATCHED_ROUTE, reply.statusCode, elapsedMs / 1000);
 }
 
@@ -157,6 +158,14 @@ export function configureApp(app: INestApplication, logger: AppLogger): void {
   fastify.addHook('onResponse', (request, reply, done) => {
     endRequest(logger, request, reply);
     done();
+  });
+  // the guards, interceptors and handler run in the request's database scope:
+  // every query of the request (the key lookup too) ends by one deadline
+  // counted from its arrival (docs/decisions.md, "Timeouts")
+  const { dbStatementTimeoutMs } = app.get<AppConfig>(APP_CONFIG);
+  fastify.addHook('preHandler', (request, _reply, done) => {
+    const { receivedAt } = request as unknown as RequestContext;
+    runInScope(requestDatabaseScope(receivedAt, dbStatementTimeoutMs), () => done());
   });
 
   // Every body, whatever its type and method, is read as bytes (kept for the

@@ -1,7 +1,7 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export function sha256Hex(input: string | Buffer): string {
-  return createHash('sha256').update(input).digest('hex');
+  return hash('sha256', input, 'hex');
 }
 
 export function hmacSha256(secret: string | Buffer, input: string | Buffer): Buffer {

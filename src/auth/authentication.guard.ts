@@ -1,11 +1,8 @@
-import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import { ApiError, ErrorCode } from '../common/api-error';
 import type { AuthContext, RequestContext } from '../common/request-context';
 import { RateLimiter, type RateDecision } from '../rate-limit/rate-limiter';
-import { APP_CONFIG, type AppConfig } from '../config/config';
-import { requestDatabaseScope } from '../database/request-deadline.interceptor';
-import { runInScope } from '../database/request-scope';
 import { Metrics } from '../metrics/metrics';
 import { ApiKeysService, AuthenticationFailure } from './api-keys.service';
 import { PUBLIC_ROUTE, REQUIRED_SCOPE } from './auth.decorators';
@@ -54,7 +51,6 @@ export class AuthenticationGuard implements CanActivate {
     private readonly limiter: RateLimiter,
     private readonly adapterHost: HttpAdapterHost,
     private readonly metrics: Metrics,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -70,9 +66,8 @@ export class AuthenticationGuard implements CanActivate {
     if (caller === undefined) {
       const refused = this.keys.wasValidLately(request.headers.authorization) ? null : this.limiter.refusedClient(clientAddress);
       if (refused) this.apply(response, refused);
-      // within the request's database deadline, which the handler's queries share
-      const lookup = runInScope(requestDatabaseScope(request, this.config), () => this.keys.authenticate(request.headers.authorization));
-      caller = await lookup.catch((error: unknown) => {
+      // within the request's database deadline (set around the pipeline), which the handler's queries share
+      caller = await this.keys.authenticate(request.headers.authorization).catch((error: unknown) => {
         if (error instanceof AuthenticationFailure) return error;
         throw error;
       });

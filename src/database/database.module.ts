@@ -3,7 +3,6 @@ import { APP_CONFIG, type AppConfig } from '../config/config';
 import { LOGGER, type AppLogger } from '../common/logger';
 import { DatabaseConnection } from './connection';
 import { DATABASE } from './database.types';
-import { RequestDeadlineInterceptor } from './request-deadline.interceptor';
 
 class DatabaseLifecycle implements OnApplicationShutdown {
   constructor(@Inject(DatabaseConnection) private readonly connection: DatabaseConnection) {}
@@ -43,9 +42,8 @@ export class DatabaseModule {
             },
         { provide: DATABASE, inject: [DatabaseConnection], useFactory: (c: DatabaseConnection) => c.db },
         DatabaseLifecycle,
-        RequestDeadlineInterceptor,
       ],
-      exports: [DatabaseConnection, DATABASE, RequestDeadlineInterceptor],
+      exports: [DatabaseConnection, DATABASE],
     };
   }
 }

@@ -42,6 +42,23 @@ export function openRequestTransaction(): RequestTransaction | null {
   return transaction?.open ? transaction : null;
 }
 
+/**
+ * What a request's database work may take in all: the statement timeout plus
+ * this margin, so that the whole request — pool wait, every statement, the
+ * rollback — ends within the statement timeout plus one second whatever the
+ * database does (docs/decisions.md, "Timeouts").
+ */
+export const REQUEST_DATABASE_MARGIN_MS = 500;
+
+/**
+ * The database scope of a request: its deadline counts from the request's
+ * arrival, so the key lookup of the authentication step and the handler
+ * share one budget.
+ */
+export function requestDatabaseScope(receivedAt: number, statementTimeoutMs: number): DatabaseScope {
+  return { deadline: receivedAt + statementTimeoutMs + REQUEST_DATABASE_MARGIN_MS, transaction: null };
+}
+
 export function runInScope<T>(scope: DatabaseScope, fn: () => T): T {
   return storage.run(scope, fn);
 }

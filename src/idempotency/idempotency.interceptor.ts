@@ -4,7 +4,7 @@ import { from, lastValueFrom, mergeMap, of, type Observable } from 'rxjs';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { knownApiError, renderErrorBody, summarizeError } from '../common/error-body';
 import { LOGGER, type AppLogger } from '../common/logger';
-import type { RequestContext } from '../common/request-context';
+import { pathOf, type RequestContext } from '../common/request-context';
 import { DatabaseConnection } from '../database/connection';
 import { Metrics } from '../metrics/metrics';
 import type { IdempotencyRecord } from './idempotency.repository';
@@ -32,12 +32,6 @@ interface Attempt {
   startedAt: Date;
   request: RequestContext;
   response: unknown;
-}
-
-function pathOf(url: string | undefined): string {
-  const value = url ?? '/';
-  const queryAt = value.indexOf('?');
-  return queryAt === -1 ? value : value.slice(0, queryAt);
 }
 
 /**

@@ -154,6 +154,8 @@ describe('database faults (server engine)', () => {
         return { at: started, status: res.status, ms: performance.now() - started, body, requestIdHeader: res.headers.get('x-request-id') };
       };
       expect((await write()).status).toBe(201);
+      // a key the service has not seen: its lookup is a query, under the same deadline as the handler's
+      const unseen = await writer.key(['agents:read']);
       const samples: Sample[] = [];
       let running = true;
       const workers = Array.from({ length: 6 }, async () => {
@@ -163,8 +165,13 @@ describe('database faults (server engine)', () => {
       const pids = clusterPids();
       for (const pid of pids) process.kill(pid, 'SIGSTOP');
       const frozenAt = performance.now();
+      let lookup: { status: number; ms: number; code?: string } | undefined;
       try {
-        await sleep(3 * STATEMENT_TIMEOUT_MS + 1500);
+        await sleep(300);
+        const started = performance.now();
+        const res = await fetch(`${base}/agents`, { headers: { authorization: unseen.auth }, signal: AbortSignal.timeout(30_000) });
+        lookup = { status: res.status, ms: performance.now() - started, code: ((await res.json()) as Sample['body']).error?.code };
+        await sleep(3 * STATEMENT_TIMEOUT_MS + 1500 - (performance.now() - frozenAt));
       } finally {
         for (const pid of pids) process.kill(pid, 'SIGCONT');
       }
@@ -188,6 +195,8 @@ describe('database faults (server engine)', () => {
         expect(sample.ms).toBeLessThan(STATEMENT_TIMEOUT_MS + 1000);
       }
       expect(samples.some((s) => s.at > thawedAt && s.status === 201)).toBe(true);
+      expect(lookup).toEqual({ status: 503, ms: expect.any(Number), code: 'service_unavailable' });
+      expect(lookup!.ms).toBeLessThan(STATEMENT_TIMEOUT_MS + 1000);
     }, 60_000);
   });
 });
