@@ -22,7 +22,7 @@ import { AGENTS, CONVERSATIONS, seed } from './seed';
  * (bench/profile-summary.ts
  * reads it); BENCH_SERVERS=service,metrics,b,c,a picks which servers run
  * (metrics: the same build with METRICS_PORT set, issue 12) and
- * BENCH_ONLY=<part of a path name> which paths; BENCH_SERVICE=<main.js of
+ * BENCH_ONLY=<part of a path name> (or =<the name>) which paths; BENCH_SERVICE=<main.js of
  * another build> benches that build as the service (before/after).
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -31,8 +31,9 @@ const SERVERS = new Set((process.env.BENCH_SERVERS ?? 'service,metrics,b,c,a').s
 const PROFILE_DIR = process.env.BENCH_PROFILE?.trim() || '';
 /** BENCH_SERVICE=<another build's dist/src/main.js>: measure that build as "the service" (before/after comparisons) */
 const SERVICE_SCRIPT = process.env.BENCH_SERVICE?.trim() || 'dist/src/main.js';
-/** BENCH_ONLY='PATCH' measures only the paths whose name contains it */
+/** BENCH_ONLY='PATCH' measures only the paths whose name contains it; BENCH_ONLY='=GET /agents' only the path of that name */
 const ONLY = process.env.BENCH_ONLY?.trim() || '';
+const selected = (path: BenchPath) => (ONLY.startsWith('=') ? path.name === ONLY.slice(1) : path.name.includes(ONLY));
 const RATE = 200;
 const ROOT = join(__dirname, '..', '..');
 
@@ -235,7 +236,7 @@ async function main(): Promise<void> {
     const bodies: Array<{ method: string; pattern: string; status: number; data: unknown }> = [];
     {
       const probe = await start('service', SERVICE_SCRIPT, serviceEnv, logFile);
-      for (const path of BENCH_PATHS.filter((p) => p.name.includes(ONLY))) {
+      for (const path of BENCH_PATHS.filter(selected)) {
         const res = await fetch(probe.base + path.path(ctx, 0), {
           method: path.method,
           headers: { authorization: `Bearer ${ctx.token}`, 'content-type': 'application/json' },
@@ -391,7 +392,7 @@ function report(engine: string, paths: BenchPath[], results: Map<string, Partial
     if (path.kind === 'point') console.log(`  ${path.name} p99 ≤ 10 ms at ${RATE} req/s: ${s.p99.toFixed(1)} ms ${s.p99 <= 10 ? 'met' : 'NOT met'}`);
     if (path.kind === 'filtered') console.log(`  ${path.name} p50 ≤ 20 ms: ${s.p50.toFixed(1)} ms ${s.p50 <= 20 ? 'met' : 'NOT met'}`);
   }
-  const skipped = BENCH_PATHS.filter((p) => p.name.includes(ONLY) && !paths.includes(p)).map((p) => p.name);
+  const skipped = BENCH_PATHS.filter((p) => selected(p) && !paths.includes(p)).map((p) => p.name);
   if (skipped.length) console.log(`  not measured (no such endpoint on this build): ${skipped.join(', ')}`);
   console.log(`\nbench: done in ${(elapsedMs / 1000).toFixed(0)} s`);
 }
