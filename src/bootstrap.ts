@@ -176,19 +176,20 @@ export function configureApp(app: INestApplication, logger: AppLogger): void {
   for (const method of ['GET', 'HEAD', 'DELETE', 'OPTIONS']) fastify.addHttpMethod(method, { hasBody: true, overrideExisting: true });
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', (request: FastifyRequest, payload, done) => {
-    readBody(payload, request.headers).then(
-      (bytes) => {
-        (request as unknown as RequestContext).rawBody = bytes;
-        const contentType = request.headers['content-type'];
-        if (!isJsonContentType(contentType)) return done(null, bytes);
-        try {
-          done(null, parseJsonBody(bytes, contentType!));
-        } catch (error) {
-          done(error as Error, undefined);
-        }
-      },
-      (error: Error) => done(error, undefined),
-    );
+    const parse = (bytes: Buffer) => {
+      (request as unknown as RequestContext).rawBody = bytes;
+      const contentType = request.headers['content-type'];
+      if (!isJsonContentType(contentType)) return done(null, bytes);
+      try {
+        done(null, parseJsonBody(bytes, contentType!));
+      } catch (error) {
+        done(error as Error, undefined);
+      }
+    };
+    // `Content-Length: 0` (clients that always send a Content-Type send it on
+    // GET too): the same empty body, without waiting for the stream's end
+    if (request.headers['content-length'] === '0' && request.headers['content-encoding'] === undefined) return parse(Buffer.alloc(0));
+    readBody(payload, request.headers).then(parse, (error: Error) => done(error, undefined));
   });
 
   // the probes are not part of the v1 API: an orchestrator finds them at /healthz and /readyz

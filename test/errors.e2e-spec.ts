@@ -276,6 +276,17 @@ describe('one pipeline: routing, bodies and log lines alike on every route', () 
     expect(big.body.error.code).toBe('payload_too_large');
   });
 
+  it('Content-Length: 0 with a JSON Content-Type is an empty body: a GET is served, a POST is the empty object, an empty gzip body is not valid gzip', async () => {
+    const get = await t.http.get(`/api/v1/agents/${agentId}`).set('Authorization', org.auth).set('Content-Type', 'application/json').set('Content-Length', '0');
+    expect(get.status).toBe(200);
+    const post = await t.http.post('/api/v1/agents').set('Authorization', org.auth).set('Content-Type', 'application/json').set('Content-Length', '0');
+    expect(post.status).toBe(422);
+    expect(Object.keys(post.body.error.details.fields)).toEqual(expect.arrayContaining(['handle', 'name', 'instructions']));
+    const zipped = await t.http.post('/api/v1/agents').set('Authorization', org.auth).set('Content-Type', 'application/json').set('Content-Encoding', 'gzip').set('Content-Length', '0');
+    expect(zipped.status).toBe(422);
+    expect(zipped.body.error.details.fields).toEqual({ body: ['is not validly compressed'] });
+  });
+
   it('a gzip body is decompressed and then read as JSON; an unknown encoding is 422', async () => {
     const body = gzipSync(JSON.stringify({ handle: 'zipped', name: 'zipped', instructions: 'Be brief.' }));
     const zipped = await t.http.post('/api/v1/agents').set('Authorization', org.auth).set('Content-Type', 'application/json').set('Content-Encoding', 'gzip').serialize(() => body as unknown as string).send({});

@@ -53,9 +53,26 @@ export class AuthenticationGuard implements CanActivate {
     private readonly metrics: Metrics,
   ) {}
 
+  /** handler → what its route declares (metadata never changes once the app runs) */
+  private readonly routes = new WeakMap<object, { isPublic: boolean; scope: string | undefined }>();
+
+  private routeOf(context: ExecutionContext): { isPublic: boolean; scope: string | undefined } {
+    let route = this.routes.get(context.getHandler());
+    if (!route) {
+      const targets = [context.getHandler(), context.getClass()];
+      route = {
+        isPublic: this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets) === true,
+        scope: this.reflector.getAllAndOverride<string | undefined>(REQUIRED_SCOPE, targets),
+      };
+      this.routes.set(context.getHandler(), route);
+    }
+    return route;
+  }
+
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const targets = [context.getHandler(), context.getClass()];
-    if (context.getType() !== 'http' || this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
+    if (context.getType() !== 'http') return true;
+    const route = this.routeOf(context);
+    if (route.isPublic) return true;
     const http = context.switchToHttp();
     const request = http.getRequest<RequestContext>();
     const response = http.getResponse<unknown>();
@@ -82,7 +99,7 @@ export class AuthenticationGuard implements CanActivate {
       this.metrics.authFailure(caller.reason);
       throw caller;
     }
-    authorize(caller, this.reflector.getAllAndOverride<string | undefined>(REQUIRED_SCOPE, targets), request.method);
+    authorize(caller, route.scope, request.method);
     return true;
   }
 

@@ -335,8 +335,10 @@ class RequestPool extends Pool {
   override connect(callback?: (err: Error | undefined, client: PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<PoolClient> | void {
     if (callback) return super.connect(callback);
     const remaining = remainingMs();
+    // an idle connection and no one waiting: the pool hands it over on the next tick, no wait to bound
+    const immediate = this.idleCount > 0 && this.waitingCount === 0;
     const pending = super.connect();
-    if (remaining === null) return pending;
+    if (remaining === null || immediate) return pending;
     return new Promise<PoolClient>((resolve, reject) => {
       let late = false;
       const timer = setTimeout(() => {
