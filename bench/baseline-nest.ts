@@ -1,6 +1,27 @@
 import 'reflect-metadata';
-import { Body, Controller, Get, Headers, HttpCode, HttpException, Module, Param, Patch, Post, Query, Res } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import {
+  Body,
+  Controller,
+  Get,
+  Headers,
+  HttpCode,
+  HttpException,
+  Injectable,
+  Module,
+  Param,
+  Patch,
+  Post,
+  Query,
+  Res,
+  type CallHandler,
+  type CanActivate,
+  type NestInterceptor,
+  type PipeTransform,
+  type Provider,
+} from '@nestjs/common';
+import { APP_GUARD, APP_INTERCEPTOR, APP_PIPE, NestFactory } from '@nestjs/core';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { map, type Observable } from 'rxjs';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply } from 'fastify';
 import { randomBytes } from 'node:crypto';
@@ -11,6 +32,12 @@ import { BenchSql, type Row } from './baseline-sql';
  * Fastify adapter as the service, one controller method per benched path
  * running the same SQL as baseline (b), with no guards, interceptors, pipes
  * or filters of its own (Nest's defaults only) and no request log.
+ *
+ * With BENCH_C_PIPELINE=1 it gets the skeleton of the service's pipeline,
+ * each part doing nothing: every request in an AsyncLocalStorage scope (the
+ * service's database deadline), one async global guard, one global pipe, two
+ * global interceptors (idempotency's place and the envelope's). What the
+ * design's pipeline costs before it does any work.
  */
 let sql: BenchSql;
 
@@ -82,13 +109,56 @@ class ConversationsController {
   }
 }
 
-@Module({ controllers: [OrgController, AgentsController, ConversationsController] })
+@Injectable()
+class NothingGuard implements CanActivate {
+  async canActivate(): Promise<boolean> {
+    return true;
+  }
+}
+
+@Injectable()
+class NothingPipe implements PipeTransform {
+  transform(value: unknown): unknown {
+    return value;
+  }
+}
+
+@Injectable()
+class PassInterceptor implements NestInterceptor {
+  intercept(_context: unknown, next: CallHandler): Observable<unknown> {
+    return next.handle();
+  }
+}
+
+@Injectable()
+class MapInterceptor implements NestInterceptor {
+  intercept(_context: unknown, next: CallHandler): Observable<unknown> {
+    return next.handle().pipe(map((body: unknown) => body));
+  }
+}
+
+const PIPELINE = process.env.BENCH_C_PIPELINE === '1';
+const scope = new AsyncLocalStorage<{ at: number }>();
+const pipeline: Provider[] = [
+  { provide: APP_GUARD, useClass: NothingGuard },
+  { provide: APP_PIPE, useClass: NothingPipe },
+  { provide: APP_INTERCEPTOR, useClass: PassInterceptor },
+  { provide: APP_INTERCEPTOR, useClass: MapInterceptor },
+];
+
+@Module({ controllers: [OrgController, AgentsController, ConversationsController], providers: PIPELINE ? pipeline : [] })
 class BaselineModule {}
 
 async function main(): Promise<void> {
   sql = await BenchSql.open();
   const app = await NestFactory.create<NestFastifyApplication>(BaselineModule, new FastifyAdapter(), { logger: ['error', 'warn'] });
   app.setGlobalPrefix('api/v1');
+  if (PIPELINE) {
+    app
+      .getHttpAdapter()
+      .getInstance()
+      .addHook('preHandler', (_request: unknown, _reply: unknown, done: () => void) => scope.run({ at: Date.now() }, () => done()));
+  }
   await app.listen(Number(process.env.PORT), '127.0.0.1');
   process.stdout.write('ready\n');
   process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));

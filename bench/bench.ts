@@ -21,7 +21,8 @@ import { AGENTS, CONVERSATIONS, seed } from './seed';
  * the service under `node --cpu-prof` into dir, baseline (c) into dir/c
  * (bench/profile-summary.ts
  * reads it); BENCH_SERVERS=service,metrics,b,c,a picks which servers run
- * (metrics: the same build with METRICS_PORT set, issue 12) and
+ * (metrics: the same build with METRICS_PORT set, issue 12; cp, not in the
+ * default: baseline (c) with the service's pipeline skeleton doing nothing) and
  * BENCH_ONLY=<part of a path name> (or =<the name>) which paths; BENCH_SERVICE=<main.js of
  * another build> benches that build as the service (before/after).
  */
@@ -66,7 +67,7 @@ function cpuTimeUs(pid: number | undefined): number {
     return NaN;
   }
 }
-type Target = 'service' | 'service, metrics on' | 'baseline (a) memory' | 'baseline (b) data' | 'baseline (c) nest';
+type Target = 'service' | 'service, metrics on' | 'baseline (a) memory' | 'baseline (b) data' | 'baseline (c) nest' | 'baseline (c) nest, empty pipeline';
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -289,6 +290,7 @@ async function main(): Promise<void> {
       }
       if (SERVERS.has('b')) await bench('baseline (b) data', await start('baseline (b)', 'dist/bench/baseline-data.js', dbEnv, logFile));
       if (SERVERS.has('c')) await bench('baseline (c) nest', await start('baseline (c)', 'dist/bench/baseline-nest.js', dbEnv, logFile, profileArgs('baseline (c) nest')));
+      if (SERVERS.has('cp')) await bench('baseline (c) nest, empty pipeline', await start('baseline (c), empty pipeline', 'dist/bench/baseline-nest.js', { ...dbEnv, BENCH_C_PIPELINE: '1' }, logFile));
     }
     // (a) the same envelopes from memory: once, it measures the load generator more than anything
     if (SERVERS.has('a')) {
@@ -304,6 +306,7 @@ async function main(): Promise<void> {
     console.log(`bench: load average (1, 5, 15 min) at the start of each round and at the end: ${loads.join(' | ')}`);
     report(engine, available, results, Date.now() - started);
     if (scrape) reportMetricsCost(available, results, scrape);
+    if (SERVERS.has('cp')) reportPipelineSkeleton(available, results);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
@@ -338,6 +341,24 @@ function reportMetricsCost(paths: BenchPath[], results: Map<string, Partial<Reco
     );
   }
   console.log(`\none scrape after the metered run: ${scrape.series} series, ${(scrape.bytes / 1024).toFixed(0)} KiB, http_requests_total summed ${scrape.requests}`);
+}
+
+/** Baseline (c) beside (c) with the pipeline's skeleton doing nothing: what the design's pipeline costs by itself. */
+function reportPipelineSkeleton(paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>): void {
+  console.log('\nbaseline (c) with the service\'s pipeline skeleton, each part doing nothing (AsyncLocalStorage scope, async guard, pipe, two interceptors):\n');
+  console.log('| path | (c) req/s | (c) + empty pipeline req/s | empty pipeline / (c) | service / (c + empty pipeline) | CPU µs/req (c) / (c + empty pipeline) / service |');
+  console.log('|---|---|---|---|---|---|');
+  const cpu = (m: Measure | undefined) => (m === undefined || Number.isNaN(m.cpuUs) ? '–' : m.cpuUs.toFixed(0));
+  for (const path of paths) {
+    const r = results.get(path.name)!;
+    const c = r['baseline (c) nest'];
+    const cp = r['baseline (c) nest, empty pipeline'];
+    const s = r.service;
+    if (!cp) continue;
+    console.log(
+      `| ${path.name} | ${c?.rps.toFixed(0) ?? '–'} | ${cp.rps.toFixed(0)} | ${c ? (cp.rps / c.rps).toFixed(2) : '–'} | ${s ? (s.rps / cp.rps).toFixed(2) : '–'} | ${cpu(c)} / ${cpu(cp)} / ${cpu(s)} |`,
+    );
+  }
 }
 
 /** The median of each figure over the rounds (each figure on its own). */
