@@ -3,7 +3,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { SwaggerModule, type OpenAPIObject, type SwaggerCustomOptions } from '@nestjs/swagger';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { readFile } from 'node:fs/promises';
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { ApiError, ErrorCode } from './common/api-error';
@@ -65,13 +65,14 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
         .send(JSON.stringify(renderErrorBody(error, (request as unknown as RequestContext).requestId)));
     },
   });
-  const server = (adapter.getInstance() as FastifyInstance).server;
+  const fastify = adapter.getInstance() as FastifyInstance;
+  const server = fastify.server;
   // a request timeout is answered in the envelope; the parser's own refusals
   // (malformed 400, headers too large 431) stay Fastify's, before any request exists
   const [platformClientError] = server.listeners('clientError') as Array<(error: Error, socket: Socket) => void>;
   server.removeAllListeners('clientError');
   server.on('clientError', (error: Error & { code?: string }, socket: Socket) =>
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? answerRequestTimeout(logger, socket) : platformClientError(error, socket),
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? answerRequestTimeout(logger, fastify, limits, socket) : platformClientError(error, socket),
   );
   // beyond the cap Node closes a new connection as soon as it is accepted (the
   // balancer retries elsewhere): file descriptors stay for the database
@@ -88,22 +89,30 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
 export type HttpLimits = Pick<AppConfig, 'httpRequestTimeoutMs' | 'httpHeadersTimeoutMs' | 'httpMaxConnections'>;
 
 /** The request a connection is answering, for a client error that comes while its body is being read. */
-const requestOnSocket = new WeakMap<Socket, { request: FastifyRequest; response: ServerResponse }>();
+const requestOnSocket = new WeakMap<Socket, { request: FastifyRequest; reply: FastifyReply }>();
 
 /**
  * Node's request or headers timeout: the error envelope, the request's id
- * when its headers had arrived, a log line, and the connection closed (it
- * cannot carry another request).
+ * when its headers had arrived, a log line, the HTTP metrics, and the
+ * connection closed (it cannot carry another request). The answer is written
+ * on the socket, so the response hook ({@link endRequest}) never sees it:
+ * it is logged and counted here, once.
  */
-function answerRequestTimeout(logger: AppLogger, socket: Socket): void {
+function answerRequestTimeout(logger: AppLogger, fastify: FastifyInstance, limits: HttpLimits, socket: Socket): void {
   if (socket.destroyed) return;
   // a finished answer means the connection is waiting for its next request: that one has no id yet
   const current = requestOnSocket.get(socket);
-  const request = current && !current.response.writableEnded ? current.request : undefined;
-  const requestId = request ? (request as unknown as RequestContext).requestId : resolveRequestId(undefined);
+  const open = current && !current.reply.raw.writableEnded ? current : undefined;
+  const requestId = open ? (open.request as unknown as RequestContext).requestId : resolveRequestId(undefined);
   const error = new ApiError(ErrorCode.RequestTimeout, 'The request was not received in time.');
   const body = JSON.stringify(renderErrorBody(error, requestId));
-  logger.warn({ request_id: requestId, method: request?.method, path: request ? pathOf(request.url) : undefined, status: error.status }, 'request timeout: connection closed');
+  // without headers there is no request yet: Node cut it at the headers timeout, so that is how long it took
+  const elapsedMs = open ? open.reply.elapsedTime : limits.httpHeadersTimeoutMs;
+  // the request line's fields, at warn: a client too slow to send its request is worth noticing
+  const fields = open ? requestLogFields(open.request as unknown as RequestContext, error.status, elapsedMs) : { request_id: requestId, status: error.status };
+  logger.warn(fields, 'request timeout: connection closed');
+  // the app's metrics are looked up now: createHttpAdapter runs before the app exists
+  APP_METRICS.get(fastify)?.observeRequest(open?.request.method, open?.request.routeOptions.url ?? UNMATCHED_ROUTE, error.status, elapsedMs / 1000);
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
@@ -131,7 +140,7 @@ function startRequest(request: FastifyRequest, reply: FastifyReply): void {
   ctx.requestId = resolveRequestId(request.headers['x-request-id']);
   ctx.receivedAt = Date.now();
   ctx.traceId = resolveTraceId(request.headers.traceparent);
-  requestOnSocket.set(request.raw.socket, { request, response: reply.raw });
+  requestOnSocket.set(request.raw.socket, { request, reply });
   void reply.header(REQUEST_ID_HEADER, ctx.requestId);
 }
 

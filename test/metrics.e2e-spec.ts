@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { connect, type AddressInfo } from 'node:net';
 import { createOrg, type TestOrg } from './support/factories';
 import { expectPromtoolAccepts, parseExposition, sampleValue, scrapeMetrics, scrapeMetricsText, type Exposition } from './support/prometheus';
 import { createTestApp, type TestApp } from './support/test-app';
@@ -142,6 +143,69 @@ describe('http_requests_total and http_request_duration_seconds: by method, rout
       },
     );
     expect(delta).toEqual({ invalid: 2, tooLarge: 1 });
+  });
+});
+
+describe('a request cut by the request timeout (408): counted once, like any answer', () => {
+  let slow: TestApp;
+  let port: number;
+  beforeAll(async () => {
+    // Node's shortest: checked every second, so a cut comes 1–2 s after the request began
+    slow = await createTestApp({ metricsPort: 0, host: '127.0.0.1', httpRequestTimeoutMs: 1000, httpHeadersTimeoutMs: 1000 });
+    await slow.app.listen(0, '127.0.0.1');
+    port = (slow.app.getHttpServer().address() as AddressInfo).port;
+  });
+  afterAll(() => slow.close());
+
+  /** Every http_requests_total series that moved while `act` ran, as "METHOD route status". */
+  async function httpCountsMoved(act: () => Promise<void>): Promise<Record<string, number>> {
+    const counts = (exposition: Exposition) =>
+      new Map(exposition.samples.filter((s) => s.name === 'http_requests_total').map((s) => [`${s.labels.method} ${s.labels.route} ${s.labels.status}`, s.value]));
+    const before = counts(await scrapeMetrics(slow.app));
+    await act();
+    // anything the cut request could still cause (its body reader failing) has happened by now
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const after = counts(await scrapeMetrics(slow.app));
+    return Object.fromEntries([...after].filter(([key, value]) => value !== (before.get(key) ?? 0)).map(([key, value]) => [key, value - (before.get(key) ?? 0)]));
+  }
+
+  /** Writes `head` on a new connection, sends nothing more, and resolves with what the server sent before closing it. */
+  function stall(head: string): Promise<string> {
+    return new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk));
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve(text));
+      socket.write(head);
+    });
+  }
+
+  test('a body that stalls: its method, route template and 408, and its one log line has the request line\'s fields', async () => {
+    let answer = '';
+    const moved = await httpCountsMoved(async () => {
+      answer = await stall('POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nX-Request-ID: cut-body\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"handle":');
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(moved).toEqual({ 'POST /api/v1/agents 408': 1 });
+    const durations = sampleValue(await scrapeMetrics(slow.app), 'http_request_duration_seconds_count', { method: 'POST', route: '/api/v1/agents', status: '408' });
+    expect(durations).toBe(1);
+    const lines = slow.logs
+      .map((text) => JSON.parse(text))
+      .filter((entry) => entry.request_id === 'cut-body' && (entry.msg === 'request' || entry.msg === 'request timeout: connection closed'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 'warn', msg: 'request timeout: connection closed', method: 'POST', path: '/api/v1/agents', status: 408 });
+    expect(lines[0].trace_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(lines[0].duration_ms).toBeGreaterThanOrEqual(900);
+  });
+
+  test('headers that never end: no method or route is known yet, so other and unmatched', async () => {
+    let answer = '';
+    const moved = await httpCountsMoved(async () => {
+      answer = await stall('GET /api/v1/org HTTP/1.1\r\nHost: x\r\n');
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(moved).toEqual({ 'other unmatched 408': 1 });
   });
 });
 

@@ -65,7 +65,7 @@ describe('slow and oversized clients', () => {
     // HTTP_REQUEST_TIMEOUT_MS=2000, checked every second
     expect(ms).toBeGreaterThanOrEqual(1900);
     expect(ms).toBeLessThan(4500);
-    await waitForOutput(server, /"request_id":"stalled-body","method":"POST","path":"\/api\/v1\/agents","status":408/);
+    await waitForOutput(server, /"request_id":"stalled-body","trace_id":"[0-9a-f]{32}","method":"POST","path":"\/api\/v1\/agents","status":408,"duration_ms":/);
   });
 
   test('headers that never end are cut at the headers timeout', async () => {

@@ -80,7 +80,7 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}, options:
   const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config, logger, { connection }), ...(options.imports ?? [])] })
     .setLogger(false as never)
     .compile();
-  const app = moduleRef.createNestApplication(createHttpAdapter(logger), APP_OPTIONS);
+  const app = moduleRef.createNestApplication(createHttpAdapter(logger, config), APP_OPTIONS);
   configureApp(app, logger);
   try {
     await initApp(app);
