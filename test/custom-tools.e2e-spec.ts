@@ -633,6 +633,10 @@ describe('fixture section custom_tools', () => {
     await expect(loader.load(bad)).rejects.toMatchObject({ path: 'orgs[0].custom_tools[1].url' });
     const badHeader = { orgs: [{ ...bad.orgs[0], custom_tools: [{ label: 'A', description: 'x', method: 'GET', url: 'https://e.com/', headers: { Cookie: 'c' } }] }] };
     await expect(loader.load(badHeader)).rejects.toMatchObject({ path: 'orgs[0].custom_tools[0].headers.Cookie' });
+    for (const id of [newId('agent'), newId('customTool').slice('tool_'.length), newId('customTool').toUpperCase()]) {
+      const badId = { orgs: [{ ...bad.orgs[0], custom_tools: [{ id, label: 'A', description: 'x', method: 'GET', url: 'https://e.com/' }] }] };
+      await expect(loader.load(badId)).rejects.toMatchObject({ message: 'orgs[0].custom_tools[0].id: must be tool_<24 lowercase hex>' });
+    }
     expect(await t.connection.db.select().from(customTools).where(eq(customTools.orgId, orgId))).toEqual([]);
   });
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Type } from 'class-transformer';
 import { IsBoolean, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
-import { BOUNDS } from '../common/input-bounds';
+import { BOUNDS, IsIdOf } from '../common/input-bounds';
 import type { Transaction } from '../database/database.types';
 import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CreateCustomToolDto, CustomToolCredentialsInput } from './custom-tools.dto';
@@ -23,7 +23,7 @@ export class CustomToolAuthFixture {
  * exactly as POST /custom_tools validates it.
  */
 export class CustomToolFixture extends CreateCustomToolDto {
-  @IsOptional() @Matches(/^tool_[a-f0-9]{24}$/, { message: 'must be tool_<24 lowercase hex>' }) id?: string;
+  @IsOptional() @IsIdOf('customTool') id?: string;
   @IsOptional() @Matches(/^custom_[a-z0-9_]{1,64}$/, { message: 'must be custom_ followed by lowercase letters, digits and underscores' })
   name?: string;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolAuthFixture) override auth?: CustomToolAuthFixture = undefined;
