@@ -68,6 +68,22 @@ describe('slow and oversized clients', () => {
     await waitForOutput(server, /"request_id":"stalled-body","trace_id":"[0-9a-f]{32}","method":"POST","path":"\/api\/v1\/agents","status":408,"duration_ms":/);
   });
 
+  test('a client that hangs up in the middle of its body is not a database outage', async () => {
+    const { socket, done } = exchange(origin, post(1000, 'hung-up-body'), '{"handle":');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    socket.destroy();
+    await done;
+    // the filter's lines come after the socket's end, and log lines are written every 100 ms
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const lines = server
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('"hung-up-body"'));
+    expect(lines.filter((line) => /database unavailable|unhandled error/.test(line))).toEqual([]);
+    const res = await fetch(`${server.address}/openapi.json`);
+    expect(res.status).toBe(200);
+  });
+
   test('headers that never end are cut at the headers timeout', async () => {
     const { text, ms } = await exchange(origin, 'GET /api/v1/ HTTP/1.1\r\nHost: x\r\n').done;
     expect(text).toMatch(/^HTTP\/1\.1 408 /);

@@ -12,6 +12,10 @@ function tooLarge(): ApiError {
   return new ApiError(ErrorCode.PayloadTooLarge, 'The request body exceeds 1 MiB.');
 }
 
+function cutOff(): ApiError {
+  return ApiError.validation({ body: ['was not received whole: the connection closed'] }, 'The request body was not received whole.');
+}
+
 function unsupportedEncoding(): ApiError {
   return ApiError.validation({ body: ['has an unsupported encoding'] }, 'The request body encoding is not supported.');
 }
@@ -61,7 +65,9 @@ export function readBody(payload: Readable, headers: IncomingHttpHeaders, limit 
       if (size > limit) return fail(tooLarge());
       chunks.push(chunk);
     });
-    source.once('error', (error) => fail(source === payload ? error : ApiError.validation({ body: ['is not validly compressed'] }, 'The request body could not be decompressed.')));
+    // the payload fails when the client resets or closes the connection (or the request
+    // timeout cuts it): a request that never arrived whole, not a fault of the server's
+    source.once('error', () => fail(source === payload ? cutOff() : ApiError.validation({ body: ['is not validly compressed'] }, 'The request body could not be decompressed.')));
     source.once('end', () => resolve(Buffer.concat(chunks, size)));
   });
 }
