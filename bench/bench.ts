@@ -19,8 +19,8 @@ import { AGENTS, CONVERSATIONS, seed } from './seed';
  * BENCH_ROUNDS=n repeats the service and baselines (b), (c) n times,
  * interleaved, and reports the median of each figure; BENCH_PROFILE=dir runs
  * the service under `node --cpu-prof` into dir, baseline (c) into dir/c
- * (bench/profile-summary.ts
- * reads it); BENCH_SERVERS=service,metrics,b,c,a picks which servers run
+ * (bench/profile-summary.ts reads them); BENCH_SERVERS=service,metrics,b,c,a
+ * picks which servers run
  * (metrics: the same build with METRICS_PORT set, issue 12; cp, not in the
  * default: baseline (c) with the service's pipeline skeleton doing nothing) and
  * BENCH_ONLY=<part of a path name> (or =<the name>) which paths; BENCH_SERVICE=<main.js of
