@@ -5,12 +5,6 @@
 // stdout holds only what the CLI prints.
 const { buildIfStale } = require('./build-if-stale.cjs');
 
-// `npm run` (without -s) prints its "> script" banner on stdout before we
-// start; we cannot take it back, so say how to get a clean --json stdout.
-if (process.argv.includes('--json') && ['run', 'run-script'].includes(process.env.npm_command) && process.env.npm_config_loglevel !== 'silent') {
-  process.stderr.write('note: npm printed its "> cli" banner on stdout before the JSON; `npx agent-platform … --json` or `npm run -s cli -- … --json` prints the JSON alone\n');
-}
-
 try {
   buildIfStale();
 } catch (error) {

@@ -255,7 +255,7 @@ function helpText(): string {
     '',
     `scopes (for keys create --scopes, comma-separated): ${SCOPES.join(', ')}`,
     '',
-    '--json prints one JSON document on stdout (npm run prints its own "> script" banner there first; npx agent-platform or npm run -s does not).',
+    '--json prints one JSON document on stdout and nothing else there (npm run writes its "> script" banner on stderr: the project .npmrc sets npm\'s json mode).',
     'Settings come from the environment, as for the server.',
   ].join('\n');
 }
