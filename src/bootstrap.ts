@@ -138,7 +138,6 @@ function endRequest(logger: AppLogger, request: FastifyRequest, reply: FastifyRe
 function startRequest(request: FastifyRequest, reply: FastifyReply): void {
   const ctx = request as unknown as RequestContext;
   ctx.requestId = resolveRequestId(request.headers['x-request-id']);
-  ctx.receivedAt = Date.now();
   ctx.traceId = resolveTraceId(request.headers.traceparent);
   requestOnSocket.set(request.raw.socket, { request, reply });
   void reply.header(REQUEST_ID_HEADER, ctx.requestId);
@@ -169,12 +168,12 @@ export function configureApp(app: INestApplication, logger: AppLogger): void {
     done();
   });
   // the guards, interceptors and handler run in the request's database scope:
-  // every query of the request (the key lookup too) ends by one deadline
-  // counted from its arrival (docs/decisions.md, "Timeouts")
+  // every query of the request (the key lookup too) ends by one deadline,
+  // counted from here, once the body is read: a slow upload is the request
+  // timeout's to bound, not the database's (docs/decisions.md, "Timeouts")
   const { dbStatementTimeoutMs } = app.get<AppConfig>(APP_CONFIG);
-  fastify.addHook('preHandler', (request, _reply, done) => {
-    const { receivedAt } = request as unknown as RequestContext;
-    runInScope(requestDatabaseScope(receivedAt, dbStatementTimeoutMs), () => done());
+  fastify.addHook('preHandler', (_request, _reply, done) => {
+    runInScope(requestDatabaseScope(Date.now(), dbStatementTimeoutMs), () => done());
   });
 
   // Every body, whatever its type and method, is read as bytes (kept for the

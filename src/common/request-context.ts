@@ -21,8 +21,6 @@ export interface RequestContext {
   requestId: string;
   /** W3C trace id: the incoming `traceparent`'s, or a new one; set with the request id */
   traceId: string;
-  /** epoch milliseconds when the request arrived (set with the request id): its database deadline counts from here */
-  receivedAt: number;
   /** set by the authentication step (auth/authentication.guard.ts) */
   auth?: AuthContext;
   /** the body bytes as received (decoded), for idempotency fingerprints */

@@ -51,12 +51,11 @@ export function openRequestTransaction(): RequestTransaction | null {
 export const REQUEST_DATABASE_MARGIN_MS = 500;
 
 /**
- * The database scope of a request: its deadline counts from the request's
- * arrival, so the key lookup of the authentication step and the handler
- * share one budget.
+ * The database scope of a request from `startedAt` (its body read): the key
+ * lookup of the authentication step and the handler share one budget.
  */
-export function requestDatabaseScope(receivedAt: number, statementTimeoutMs: number): DatabaseScope {
-  return { deadline: receivedAt + statementTimeoutMs + REQUEST_DATABASE_MARGIN_MS, transaction: null };
+export function requestDatabaseScope(startedAt: number, statementTimeoutMs: number): DatabaseScope {
+  return { deadline: startedAt + statementTimeoutMs + REQUEST_DATABASE_MARGIN_MS, transaction: null };
 }
 
 export function runInScope<T>(scope: DatabaseScope, fn: () => T): T {

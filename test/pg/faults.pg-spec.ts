@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -62,6 +63,25 @@ describe('database faults (server engine)', () => {
     expect(sample.body.error?.request_id).toBe(sample.requestIdHeader);
     expect(sample.ms).toBeLessThan(BOUND_MS);
   }
+
+  it('a body that takes longer than the database deadline to arrive is still served: the deadline counts from when it is read', async () => {
+    const handle = `slowbody${Date.now().toString(36)}`;
+    const body = JSON.stringify({ handle, name: 'Slow upload', instructions: 'Help.' });
+    const url = new URL(`${base}/agents`);
+    const res = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = request(url, { method: 'POST', headers: { authorization: org.auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (answer) => {
+        let text = '';
+        answer.on('data', (chunk) => (text += chunk));
+        answer.on('end', () => resolve({ status: answer.statusCode!, text }));
+      });
+      req.on('error', reject);
+      req.write(body.slice(0, 10));
+      // longer than STATEMENT_TIMEOUT_MS + 500 ms, well within the request timeout
+      setTimeout(() => req.end(body.slice(10)), BOUND_MS + 500);
+    });
+    expect(res.status).toBe(201);
+    expect(JSON.parse(res.text).data.handle).toBe(handle);
+  }, 20_000);
 
   describe('the server stops mid-traffic and starts again', () => {
     it('answers 503 service_unavailable during the outage, quickly, and recovers without a restart', async () => {
