@@ -1,4 +1,4 @@
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -285,6 +285,18 @@ describe('one pipeline: routing, bodies and log lines alike on every route', () 
     const zipped = await t.http.post('/api/v1/agents').set('Authorization', org.auth).set('Content-Type', 'application/json').set('Content-Encoding', 'gzip').set('Content-Length', '0');
     expect(zipped.status).toBe(422);
     expect(zipped.body.error.details.fields).toEqual({ body: ['is not validly compressed'] });
+  });
+
+  it.each([
+    ['gzip', gzipSync],
+    ['deflate', deflateSync],
+    ['br', brotliCompressSync],
+  ] as const)('a %s body that inflates past 1 MiB is 413, however small it was sent', async (encoding, compress) => {
+    const bomb = compress(Buffer.from(`{"a":"${' '.repeat(8 * 1024 * 1024)}"}`));
+    expect(bomb.length).toBeLessThan(64 * 1024);
+    const res = await t.http.post('/api/v1/agents').set('Authorization', org.auth).set('Content-Type', 'application/json').set('Content-Encoding', encoding).serialize(() => bomb as unknown as string).send({});
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('payload_too_large');
   });
 
   it('a gzip body is decompressed and then read as JSON; an unknown encoding is 422', async () => {

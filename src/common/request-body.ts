@@ -57,7 +57,11 @@ export function readBody(payload: Readable, headers: IncomingHttpHeaders, limit 
     let size = 0;
     const fail = (error: unknown) => {
       source.removeAllListeners('data');
-      if (source !== payload) payload.unpipe();
+      // a decompressor stops inflating what it was already given (a small bomb grows on its own)
+      if (source !== payload) {
+        payload.unpipe();
+        source.destroy();
+      }
       reject(error);
     };
     source.on('data', (chunk: Buffer) => {
