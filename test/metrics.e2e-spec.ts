@@ -256,6 +256,24 @@ describe('idempotency_requests_total: executed, replayed, conflict', () => {
     );
     expect(delta).toEqual({ executed: 1, replayed: 1, conflict: 1, created: 3, reused: 1 });
   });
+
+  test('concurrent attempts of one key count one outcome each (on a server engine they race, and a loser answers with the winner)', async () => {
+    const key = `metrics-${randomUUID()}`;
+    const body = { handle: `h${randomUUID().replace(/-/g, '').slice(0, 12)}` };
+    const delta = await moved(
+      {
+        executed: ['idempotency_requests_total', { outcome: 'executed' }],
+        replayed: ['idempotency_requests_total', { outcome: 'replayed' }],
+        conflict: ['idempotency_requests_total', { outcome: 'conflict' }],
+      },
+      async () => {
+        const answers = await Promise.all(Array.from({ length: 10 }, () => createAgent({ 'Idempotency-Key': key }, body)));
+        expect(answers.filter((res) => res.status === 201 && res.headers['idempotent-replayed'] === undefined)).toHaveLength(1);
+      },
+    );
+    expect(delta.executed + delta.replayed + delta.conflict).toBe(10);
+    expect(delta.executed).toBeGreaterThanOrEqual(1);
+  });
 });
 
 describe('db_query_errors_total: by SQLSTATE class, on either engine', () => {

@@ -103,7 +103,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
    */
   private async execute(attempt: Attempt, successStatus: number, next: CallHandler): Promise<Observable<unknown>> {
     const { fingerprint } = attempt;
-    this.metrics.idempotencyOutcome('executed');
+    // counted once this attempt's own outcome is the answer: a racer that
+    // answers with the winner's record is counted replayed or conflict instead
+    const executed = () => this.metrics.idempotencyOutcome('executed');
     try {
       const body = await this.connection.requestTransaction(async () => {
         const result = await lastValueFrom(next.handle(), { defaultValue: undefined });
@@ -112,14 +114,21 @@ export class IdempotencyInterceptor implements NestInterceptor {
         if (!stored) throw new LostRace();
         return result;
       });
+      executed();
       return of(body);
     } catch (error) {
       if (error instanceof LostRace) return this.answerWithWinner(attempt, error);
       const apiError = knownApiError(error);
       // the operation's own 4xx, rolled back: stored in its own statement, never over a live record
-      if (!apiError || !isStorableStatus(apiError.status)) throw error;
+      if (!apiError || !isStorableStatus(apiError.status)) {
+        executed();
+        throw error;
+      }
       const stored = await this.store(attempt, { fingerprint, status: apiError.status, body: renderErrorBody(apiError, attempt.request.requestId) });
-      if (stored !== false) throw error;
+      if (stored !== false) {
+        executed();
+        throw error;
+      }
       // another attempt of this key committed meanwhile (e.g. this one's 409 is that attempt's handle)
       return this.answerWithWinner(attempt, error);
     }
