@@ -4,6 +4,7 @@ import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
+import { openRequestTransaction } from '../database/request-scope';
 import { agents, orgs, type OrgLimits } from '../database/schema';
 import type { AgentRow } from './agents.mapper';
 
@@ -12,12 +13,8 @@ export type AgentChanges = Partial<Omit<NewAgentRow, 'id' | 'orgId' | 'createdAt
 
 const AGENT_COLUMNS = getTableColumns(agents);
 
-/** What drizzle's own `.prepare()` calls on the session of a db or transaction (not in its public types). */
-interface PreparingSession {
-  prepareQuery(query: unknown, fields: unknown, name: string, isResponseInArrayMode: boolean): { execute(values: Record<string, unknown>): Promise<unknown[]> };
-}
-/** PATCH sends any subset of ~12 plain fields; clients use a handful of shapes, and past this bound a shape is built per request. */
-const MAX_PREPARED_UPDATES = 64;
+/** PATCH sends any subset of ~12 plain fields (POST likewise); clients use a handful of shapes, and past this bound a shape is built per request. */
+const MAX_PREPARED_SHAPES = 64;
 
 /** Agents of one organization; soft-deleted agents are invisible to every method but the fixture upsert. */
 @Injectable()
@@ -62,32 +59,19 @@ export class AgentsRepository {
   }
 
   /**
-   * The INSERT's SQL is built once per set of columns (building it cost more
-   * than the UPDATE's) and bound to the connection of `tx` on each call, so
-   * it runs inside the caller's transaction like any query on `tx`.
+   * One prepared INSERT per set of columns (building it cost more than the
+   * UPDATE's). Prepared on the root db, it runs in the transaction open in
+   * the request (database/request-scope.ts), which is `tx` or the one `tx`
+   * nests in; with a `tx` outside any, it is built on `tx`.
    */
   async insert(orgId: string, row: NewAgentRow, tx: DbOrTx = this.db): Promise<AgentRow> {
     const values: Record<string, unknown> = { ...row, orgId };
-    const columns = Object.keys(values).filter((column) => values[column] !== undefined);
-    const nulls = columns.map((column) => values[column] === null);
-    const shape = columns.map((column, i) => (nulls[i] ? `${column}=null` : column)).join(',');
-    let built = this.inserts.get(shape);
-    if (!built && this.inserts.size < MAX_PREPARED_UPDATES && columns.every((column) => column in AGENT_COLUMNS)) {
-      const builder = this.db
-        .insert(agents)
-        .values(Object.fromEntries(columns.map((column, i) => [column, nulls[i] ? sql`null` : sql.placeholder(column)])) as unknown as NewAgentRow)
-        .returning();
-      const internals = builder as unknown as { dialect: { sqlToQuery(sql: unknown): unknown }; getSQL(): unknown; config: { returning: unknown } };
-      built = { query: internals.dialect.sqlToQuery(internals.getSQL()), fields: internals.config.returning, name: `agents_insert_${this.inserts.size}` };
-      this.inserts.set(shape, built);
-    }
-    const session = (tx as unknown as { session?: PreparingSession }).session;
-    if (built && typeof session?.prepareQuery === 'function') {
+    const columns = Object.keys(values).filter((column) => values[column] !== undefined) as Array<keyof NewAgentRow>;
+    const prepared = tx === this.db || openRequestTransaction() ? this.preparedInsert(columns, values) : undefined;
+    if (prepared) {
       const params: Record<string, unknown> = {};
-      columns.forEach((column, i) => {
-        if (!nulls[i]) params[column] = values[column];
-      });
-      const [created] = (await session.prepareQuery(built.query, built.fields, built.name, true).execute(params)) as AgentRow[];
+      for (const column of columns) if (values[column] !== null) params[column] = values[column];
+      const [created] = await prepared.execute(params);
       return created;
     }
     const [created] = await tx
@@ -97,7 +81,26 @@ export class AgentsRepository {
     return created;
   }
 
-  private readonly inserts = new Map<string, { query: unknown; fields: unknown; name: string }>();
+  private readonly inserts = new Map<string, ReturnType<AgentsRepository['prepareInsert']>>();
+
+  private preparedInsert(columns: Array<keyof NewAgentRow>, values: Record<string, unknown>) {
+    const nulls = columns.map((column) => values[column] === null);
+    const shape = columns.map((column, i) => (nulls[i] ? `${column}=null` : column)).join(',');
+    let prepared = this.inserts.get(shape);
+    if (!prepared && this.inserts.size < MAX_PREPARED_SHAPES && columns.every((column) => column in AGENT_COLUMNS)) {
+      prepared = this.prepareInsert(columns, nulls, `agents_insert_${this.inserts.size}`);
+      this.inserts.set(shape, prepared);
+    }
+    return prepared;
+  }
+
+  private prepareInsert(columns: Array<keyof NewAgentRow>, nulls: boolean[], name: string) {
+    return this.db
+      .insert(agents)
+      .values(Object.fromEntries(columns.map((column, i) => [column, nulls[i] ? sql`null` : sql.placeholder(column)])) as unknown as NewAgentRow)
+      .returning()
+      .prepare(name);
+  }
 
   /**
    * The live agent's new state, or undefined when it is gone. Without `tx`,
@@ -129,13 +132,13 @@ export class AgentsRepository {
    * The prepared UPDATE for this set of columns, each set to a value or to
    * null (a null is written into the statement: drizzle would map it through
    * the column, and a timestamp's mapping fails on null); none past
-   * {@link MAX_PREPARED_UPDATES} shapes.
+   * {@link MAX_PREPARED_SHAPES} shapes.
    */
   private preparedUpdate(columns: Array<keyof AgentChanges>, changes: AgentChanges) {
     const nulls = columns.map((column) => changes[column] === null);
     const shape = columns.map((column, i) => (nulls[i] ? `${column}=null` : column)).join(',');
     let prepared = this.updates.get(shape);
-    if (!prepared && this.updates.size < MAX_PREPARED_UPDATES && columns.every((column) => column in AGENT_COLUMNS)) {
+    if (!prepared && this.updates.size < MAX_PREPARED_SHAPES && columns.every((column) => column in AGENT_COLUMNS)) {
       prepared = this.prepareUpdate(columns, nulls, `agents_update_${this.updates.size}`);
       this.updates.set(shape, prepared);
     }
