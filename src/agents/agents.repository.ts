@@ -5,7 +5,7 @@ import { DATABASE, type Database, type DbOrTx } from '../database/database.types
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
 import { openRequestTransaction } from '../database/request-scope';
-import { agents, orgs, type OrgLimits } from '../database/schema';
+import { agents } from '../database/schema';
 import type { AgentRow } from './agents.mapper';
 
 export type NewAgentRow = typeof agents.$inferInsert;
@@ -44,11 +44,6 @@ export class AgentsRepository {
     return row ?? null;
   }
 
-
-  async orgLimits(orgId: string, tx: DbOrTx = this.db): Promise<OrgLimits | null> {
-    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId));
-    return row?.limits ?? null;
-  }
 
   async countLive(orgId: string, tx: DbOrTx = this.db): Promise<number> {
     const [row] = await tx

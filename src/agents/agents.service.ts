@@ -290,8 +290,8 @@ export class AgentsService {
           throw ApiError.field(dto.instructions === null ? 'instructions' : 'instructions_html', 'an agent needs instructions or instructions_html');
         }
         if (refs.tools !== undefined) {
-          const limits = await this.repository.orgLimits(orgId, tx);
-          this.checkCustomToolSlots(refs.tools, customToolCount(current.tools), limits?.custom_tool_slots ?? null);
+          const org = await this.orgs.findById(orgId);
+          this.checkCustomToolSlots(refs.tools, customToolCount(current.tools), org?.limits?.custom_tool_slots ?? null);
         }
 
         const activating = dto.is_active === true && !current.isActive;

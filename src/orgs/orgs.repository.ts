@@ -20,13 +20,13 @@ export class OrgsRepository {
     return row ?? null;
   }
 
-  /** Whether any organization exists (first-run detection; deliberately across organizations). */
   /** The organization with this slug (fixture loads match organizations given without an id; deliberately across organizations). */
   async findIdBySlug(slug: string, tx: DbOrTx = this.db): Promise<string | null> {
     const [row] = await tx.select({ id: orgs.id }).from(orgs).where(eq(orgs.slug, slug));
     return row?.id ?? null;
   }
 
+  /** Whether any organization exists (first-run detection; deliberately across organizations). */
   async anyExists(tx: DbOrTx = this.db): Promise<boolean> {
     const rows = await tx.select({ id: orgs.id }).from(orgs).limit(1);
     return rows.length > 0;
