@@ -6,7 +6,7 @@ import type { AppConfig } from '../src/config/config';
 import { OrgsService } from '../src/orgs/orgs.service';
 import { RedisRateLimitStorage } from '../src/rate-limit/redis-rate-limit.storage';
 import { createOrg, type TestOrg } from './support/factories';
-import { findRedisServer, freePort, startRedis, type TestRedis } from './support/redis-server';
+import { describeWithRedis, freePort, startRedisFromPath, type TestRedis } from './support/redis-server';
 import { createTestApp, type TestApp } from './support/test-app';
 import { WriteProbeModule } from './support/write-probe.module';
 
@@ -260,11 +260,6 @@ describe('10. An idempotent replay still counts against the rate limit', () => {
   });
 });
 
-const redisBinary = findRedisServer();
-if (!redisBinary) {
-  console.warn('SKIPPED "9. Redis" rate-limit tests: no redis-server binary on PATH (install the Debian package redis-server).');
-}
-const describeWithRedis = redisBinary ? describe : describe.skip;
 
 /** The same organization and key in another instance's database (on PGlite the instances share only Redis). */
 async function mirrorKey(target: TestApp, org: TestOrg): Promise<void> {
@@ -279,10 +274,10 @@ async function mirrorKey(target: TestApp, org: TestOrg): Promise<void> {
   await target.app.get(ApiKeysService).create({ id: org.keyId, orgId, label: 'mirror', scopes: [...SCOPES], token: org.token });
 }
 
-describeWithRedis('9. With REDIS_URL, several instances share one budget', () => {
+describeWithRedis('"9. Redis" rate-limit tests')('9. With REDIS_URL, several instances share one budget', () => {
   let redis: TestRedis;
   beforeAll(async () => {
-    redis = await startRedis(redisBinary!);
+    redis = await startRedisFromPath();
   });
   afterAll(async () => {
     await redis?.stop();
@@ -340,7 +335,7 @@ describeWithRedis('9. With REDIS_URL, several instances share one budget', () =>
   });
 
   it('fault: Redis going away fails open to per-instance memory counters, with a logged warning', async () => {
-    const own = await startRedis(redisBinary!);
+    const own = await startRedisFromPath();
     const t = await app({ redisUrl: own.url, rateLimitPerMinute: 3, rateLimitPerHour: 100, rateLimitPlans: {} });
     const org = await createOrg(t.app);
     await t.http.get('/api/v1/org').set('Authorization', org.auth).expect(200);

@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { REDIS_COMMAND_TIMEOUT_MS } from '../src/rate-limit/redis-rate-limit.storage';
 import { createOrg } from './support/factories';
-import { findRedisServer, startRedis, type TestRedis } from './support/redis-server';
+import { sampleValue, scrapeMetrics } from './support/prometheus';
+import { describeWithRedis, startRedisFromPath, type TestRedis } from './support/redis-server';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
@@ -11,16 +13,13 @@ import { createTestApp, type TestApp } from './support/test-app';
  * command timeout to every request; once it answers again, counting is
  * shared again.
  */
-const redisBinary = findRedisServer();
-if (!redisBinary) console.warn('SKIPPED Redis fault tests: no redis-server binary on PATH (install the Debian package redis-server).');
-const describeWithRedis = redisBinary ? describe : describe.skip;
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)];
 }
 
-describeWithRedis('a frozen Redis (SIGSTOP)', () => {
+describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
   let redis: TestRedis;
   let t: TestApp;
   let base: string;
@@ -28,8 +27,8 @@ describeWithRedis('a frozen Redis (SIGSTOP)', () => {
   let keyId: string;
 
   beforeAll(async () => {
-    redis = await startRedis(redisBinary!);
-    t = await createTestApp({ redisUrl: redis.url, rateLimitPerMinute: 100_000, rateLimitPerHour: 1_000_000, rateLimitPlans: {} });
+    redis = await startRedisFromPath();
+    t = await createTestApp({ redisUrl: redis.url, rateLimitPerMinute: 100_000, rateLimitPerHour: 1_000_000, rateLimitPlans: {}, metricsPort: 0, host: '127.0.0.1' });
     await t.app.listen(0, '127.0.0.1');
     base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}/api/v1`;
     const org = await createOrg(t.app);
@@ -70,6 +69,7 @@ describeWithRedis('a frozen Redis (SIGSTOP)', () => {
     for (let i = 0; i < 30; i++) normal.push((await timedGet()).ms);
     const counted = await sharedCount();
     expect(counted).toBe(50);
+    expect(sampleValue(await scrapeMetrics(t.app), 'rate_limit_redis_fallback_active')).toBe(0);
 
     process.kill(redis.pid, 'SIGSTOP');
     try {
@@ -86,6 +86,21 @@ describeWithRedis('a frozen Redis (SIGSTOP)', () => {
         frozen.push(sample.ms);
       }
       expect(frozen.length).toBeGreaterThan(20);
+      // a keyed write is counted in memory too, and runs once
+      const key = randomUUID();
+      const write = () =>
+        fetch(`${base}/agents`, {
+          method: 'POST',
+          headers: { authorization: auth, 'content-type': 'application/json', 'idempotency-key': key },
+          body: JSON.stringify({ handle: `frozen${key.slice(0, 8)}`, name: 'Frozen Redis', instructions: 'Help.' }),
+        });
+      const created = await write();
+      expect(created.status).toBe(201);
+      const retried = await write();
+      expect(retried.status).toBe(201);
+      expect(retried.headers.get('idempotent-replayed')).toBe('true');
+      expect(((await retried.json()) as { data: { id: string } }).data.id).toBe(((await created.json()) as { data: { id: string } }).data.id);
+      expect(sampleValue(await scrapeMetrics(t.app), 'rate_limit_redis_fallback_active')).toBe(1);
       expect(median(frozen)).toBeLessThan(median(normal) + 5);
       expect(Math.max(...frozen)).toBeLessThan(REDIS_COMMAND_TIMEOUT_MS);
     } finally {
@@ -104,5 +119,6 @@ describeWithRedis('a frozen Redis (SIGSTOP)', () => {
     }
     expect(now).toBeGreaterThan(before);
     expect(t.logs.join('')).toContain('answers again');
+    expect(sampleValue(await scrapeMetrics(t.app), 'rate_limit_redis_fallback_active')).toBe(0);
   }, 60_000);
 });

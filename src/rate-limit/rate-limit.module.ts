@@ -14,7 +14,8 @@ class RateLimitStorageLifecycle implements OnModuleInit, OnApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     // the Redis store is `bypassed` while its breaker counts in memory; the memory store never is
-    this.metrics.watchRateLimitFallback(() => (this.storage as { bypassed?: boolean }).bypassed === true);
+    const storage = this.storage;
+    this.metrics.watchRateLimitFallback(() => storage instanceof RedisRateLimitStorage && storage.bypassed);
     if (this.storage instanceof RedisRateLimitStorage) await this.storage.connect();
   }
 
