@@ -248,6 +248,17 @@ const INTERNAL_SUFFIXES = [
 /** Single names that reach a metadata service from inside a cloud. */
 const INTERNAL_NAMES = new Set(['metadata.goog']);
 
+/**
+ * What the policy refuses, in words, for the OpenAPI description of every
+ * outbound URL field (built from the lists above, so it cannot drift).
+ */
+export const OUTBOUND_URL_RULES =
+  'No user info (`user:pw@`), whitespace, control characters or backslashes. ' +
+  'The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6), a multicast address, ' +
+  'an IPv6 address outside global unicast `2000::/3` (site-local `fec0::/10` included), ' +
+  `nor a name internal by convention: single-label names, ${[...INTERNAL_NAMES].map((name) => `\`${name}\``).join(', ')} ` +
+  `and names ending in ${INTERNAL_SUFFIXES.map((suffix) => `\`.${suffix}\``).join(', ')}.`;
+
 function internalNameProblem(host: string): string | null {
   const labels = host.split('.');
   if (INTERNAL_NAMES.has(host) || INTERNAL_SUFFIXES.includes(labels[labels.length - 1])) {

@@ -17,13 +17,14 @@ import {
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { OptionalNonNull } from '../common/validation';
 import { AUTH_TYPES, HTTP_METHODS, MAX_HEADERS, MAX_PARAMETERS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, TOOL_TYPES } from './custom-tools.rules';
+import { OUTBOUND_URL_RULES } from '../common/url-policy';
 
 
 const SECRET_MAX = BOUNDS.headerValue;
 const URL_DESCRIPTION =
   'absolute http(s) URL. `{{param}}` placeholders (blanks inside the braces allowed; undeclared ones kept as written) may stand in the path, query and fragment, ' +
   'and for host labels left of the registrable domain, which is written out (`https://{{subdomain}}.zendesk.com/...`); never for the scheme, the port, the whole host or part of an IP address. ' +
-  'The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6) nor a name internal by convention (`localhost`, `*.local`, `*.internal`, `*.svc`, `*.home.arpa`, single-label names).';
+  OUTBOUND_URL_RULES;
 
 // ---------- responses ----------
 

@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { BEARER_SCHEME } from '../auth/auth.decorators';
 import { API_PREFIX } from '../common/api-paths';
+import { MAX_BODY_DEPTH } from '../common/validation';
 import { documentIdempotency } from '../idempotency/idempotency.openapi';
 import { documentRateLimits } from '../rate-limit/rate-limit.openapi';
 
@@ -54,7 +55,11 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       'Public REST API of the Agent Platform. Every request except `GET /` and `GET /openapi.json` needs `Authorization: Bearer <API_KEY>`; ' +
         'every endpoint requires one scope, named in its security requirement and in `x-required-scope`. ' +
         'Query parameters an operation does not list are ignored on every endpoint (a misspelt filter filters nothing); ' +
-        'the ones it lists are validated (422 `validation_failed`). Unknown fields in a request body are refused (422).',
+        'the ones it lists are validated (422 `validation_failed`). Unknown fields in a request body are refused (422). ' +
+        `Request bodies are JSON in UTF-8 (\`Content-Encoding\` gzip, deflate or br accepted), an object or array at the top, at most 1 MiB once decompressed (413) ` +
+        `and nested at most ${MAX_BODY_DEPTH} levels; text holding U+0000, invalid UTF-8 or an unpaired surrogate is refused (422). ` +
+        'Rate limits count per API key; requests whose key is missing or not valid count against a budget per client IP address (per /64 for IPv6), ' +
+        'and once that is spent, such requests are answered 429 before their key is looked up.',
     )
     .setVersion(API_VERSION)
     .addServer(`/${API_PREFIX}`)

@@ -3,6 +3,7 @@ import { IsIn, IsNotEmpty, IsObject, IsString, MaxLength } from 'class-validator
 import { ApiError, ErrorCode } from '../common/api-error';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { OptionalNonNull } from '../common/validation';
+import { OUTBOUND_URL_RULES } from '../common/url-policy';
 
 export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
 export const CREATABLE_SOURCE_TYPES = ['website', 'webpage'] as const;
@@ -63,7 +64,7 @@ export class CreateSourceDto {
         type: 'string',
         maxLength: BOUNDS.url,
         description:
-          'absolute http(s) URL; required for website and webpage. The host may not be an address of the IANA special-purpose registries nor a name internal by convention (`localhost`, `*.local`, `*.internal`, `*.svc`, `*.home.arpa`, single-label names).',
+          `absolute http(s) URL; required for website and webpage. ${OUTBOUND_URL_RULES}`,
       },
       indexed: {
         type: 'boolean',

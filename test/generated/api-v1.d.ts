@@ -701,7 +701,7 @@ export interface components {
             description: string;
             /** @enum {string} */
             method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-            /** @description absolute http(s) URL. `{{param}}` placeholders (blanks inside the braces allowed; undeclared ones kept as written) may stand in the path, query and fragment, and for host labels left of the registrable domain, which is written out (`https://{{subdomain}}.zendesk.com/...`); never for the scheme, the port, the whole host or part of an IP address. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6) nor a name internal by convention (`localhost`, `*.local`, `*.internal`, `*.svc`, `*.home.arpa`, single-label names). */
+            /** @description absolute http(s) URL. `{{param}}` placeholders (blanks inside the braces allowed; undeclared ones kept as written) may stand in the path, query and fragment, and for host labels left of the registrable domain, which is written out (`https://{{subdomain}}.zendesk.com/...`); never for the scheme, the port, the whole host or part of an IP address. No user info (`user:pw@`), whitespace, control characters or backslashes. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6), a multicast address, an IPv6 address outside global unicast `2000::/3` (site-local `fec0::/10` included), nor a name internal by convention: single-label names, `metadata.goog` and names ending in `.localhost`, `.local`, `.internal`, `.svc`, `.arpa`, `.localdomain`, `.lan`, `.home`, `.corp`, `.test`, `.invalid`, `.onion`, `.alt`. */
             url: string;
         };
         UpdateCustomToolDto: {
@@ -723,7 +723,7 @@ export interface components {
             description?: string;
             /** @enum {string} */
             method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-            /** @description absolute http(s) URL. `{{param}}` placeholders (blanks inside the braces allowed; undeclared ones kept as written) may stand in the path, query and fragment, and for host labels left of the registrable domain, which is written out (`https://{{subdomain}}.zendesk.com/...`); never for the scheme, the port, the whole host or part of an IP address. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6) nor a name internal by convention (`localhost`, `*.local`, `*.internal`, `*.svc`, `*.home.arpa`, single-label names). */
+            /** @description absolute http(s) URL. `{{param}}` placeholders (blanks inside the braces allowed; undeclared ones kept as written) may stand in the path, query and fragment, and for host labels left of the registrable domain, which is written out (`https://{{subdomain}}.zendesk.com/...`); never for the scheme, the port, the whole host or part of an IP address. No user info (`user:pw@`), whitespace, control characters or backslashes. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6), a multicast address, an IPv6 address outside global unicast `2000::/3` (site-local `fec0::/10` included), nor a name internal by convention: single-label names, `metadata.goog` and names ending in `.localhost`, `.local`, `.internal`, `.svc`, `.arpa`, `.localdomain`, `.lan`, `.home`, `.corp`, `.test`, `.invalid`, `.onion`, `.alt`. */
             url?: string;
             is_active?: boolean;
         };
@@ -760,7 +760,7 @@ export interface components {
             name: string;
             /** @description type-specific; additional keys allowed. At most 262144 bytes as JSON (256 KiB), nested at most 16 levels: room for include/exclude lists of thousands of paths. */
             config?: {
-                /** @description absolute http(s) URL; required for website and webpage. The host may not be an address of the IANA special-purpose registries nor a name internal by convention (`localhost`, `*.local`, `*.internal`, `*.svc`, `*.home.arpa`, single-label names). */
+                /** @description absolute http(s) URL; required for website and webpage. No user info (`user:pw@`), whitespace, control characters or backslashes. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6), a multicast address, an IPv6 address outside global unicast `2000::/3` (site-local `fec0::/10` included), nor a name internal by convention: single-label names, `metadata.goog` and names ending in `.localhost`, `.local`, `.internal`, `.svc`, `.arpa`, `.localdomain`, `.lan`, `.home`, `.corp`, `.test`, `.invalid`, `.onion`, `.alt`. */
                 url?: string;
                 /** @description when true the content is chunked and embedded and becomes searchable through the `search_knowledge` tool Default: `false`. */
                 indexed?: boolean;
