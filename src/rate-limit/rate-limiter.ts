@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { isIPv6 } from 'node:net';
 import { ApiError, ErrorCode } from '../common/api-error';
+import { parseIpv6 } from '../common/url-policy';
 import type { AuthContext } from '../common/request-context';
 import { APP_CONFIG, type AppConfig, type RateLimitBudget } from '../config/config';
 import { RATE_LIMIT_STORAGE, type RateLimitStorage, type RateWindow, type WindowUsage } from './rate-limit.storage';
@@ -48,13 +49,12 @@ export function clientKey(address: string | undefined): string {
   if (!address) return 'unknown';
   const bare = address.split('%', 1)[0].toLowerCase();
   if (!isIPv6(bare)) return bare;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare);
-  if (mapped) return mapped[1];
-  const [head, tail = ''] = bare.split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = bare.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((group) => parseInt(group, 16).toString(16)).join(':')}::/64`;
+  const bytes = parseIpv6(bare);
+  if (!bytes) return bare;
+  // ::ffff:a.b.c.d is the IPv4 client a.b.c.d
+  if (bytes.slice(0, 10).every((byte) => byte === 0) && bytes[10] === 255 && bytes[11] === 255) return bytes.slice(12).join('.');
+  const groups = [0, 2, 4, 6].map((i) => ((bytes[i] << 8) | bytes[i + 1]).toString(16));
+  return `${groups.join(':')}::/64`;
 }
 
 /**
