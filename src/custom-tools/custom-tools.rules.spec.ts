@@ -1,4 +1,4 @@
-import { firstFreeToolName, placeholderNames, resolveAuth, substituteForValidation, toolNameBase } from './custom-tools.rules';
+import { firstFreeToolName, resolveAuth, substituteForValidation, toolNameBase } from './custom-tools.rules';
 
 describe('toolNameBase', () => {
   it('is custom_ plus a lower snake_case slug of the label', () => {
@@ -23,7 +23,7 @@ describe('body_template substitution for validation', () => {
     expect(substituteForValidation('{"a": "hi {{name}}", "b": {{count}}}')).toBe('{"a": "hi x", "b": null}');
     expect(substituteForValidation('{"a": "quote \\" {{n}}", "b": {{ n }}}')).toBe('{"a": "quote \\" x", "b": null}');
     // {{}} and {{a b}} name nothing a parameter can be called: plain text
-    expect(placeholderNames('{{a}} and {{ b }} and {{}} and {{a b}} and {{user.id}} {{order-id}}')).toEqual(['a', 'b', 'user.id', 'order-id']);
+    expect(substituteForValidation('[{{a}}, {{ b }}, {{}}, {{a b}}, {{user.id}}, {{order-id}}]')).toBe('[null, null, {{}}, {{a b}}, null, null]');
     expect(substituteForValidation('{"a": {{a b}}}')).toBe('{"a": {{a b}}}');
   });
 });

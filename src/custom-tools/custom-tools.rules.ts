@@ -97,10 +97,6 @@ export function resolveParameters(params: ParamInput[], method: string): CustomT
   });
 }
 
-export function placeholderNames(text: string): string[] {
-  return [...text.matchAll(placeholderPattern())].map((match) => match[1]);
-}
-
 /**
  * How `body_template` placeholders are substituted (and so how it is
  * validated): a placeholder inside a JSON string literal is replaced by the
