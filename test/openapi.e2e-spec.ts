@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { servedRoutes } from '../src/bootstrap';
+import { partialUpdateBodySchemas } from '../src/common/openapi';
 import { createTestApp, type TestApp } from './support/test-app';
 
 let t: TestApp;
@@ -192,12 +193,37 @@ describe('what generated clients see (issue 11)', () => {
     return found;
   }
 
-  test('no `default` keyword in any schema a request body uses; update schemas name no default at all', () => {
+  /** Component schema name of each PATCH operation's body: "PATCH /agents/{id}" → "AgentUpdateDto". */
+  function patchBodies(): Map<string, string> {
+    const bodies = new Map<string, string>();
+    for (const { key, method, operation } of operations()) {
+      if (method !== 'patch' || !operation.requestBody) continue;
+      const ref = String(operation.requestBody.content?.['application/json']?.schema?.$ref ?? `${key}: an inline schema`);
+      bodies.set(key, ref.split('/').pop()!);
+    }
+    return bodies;
+  }
+
+  test('every PATCH body class is marked @PartialUpdateBody(), and every marked class is a PATCH body', () => {
+    const bodies = patchBodies();
+    expect([...bodies.keys()]).toEqual(expect.arrayContaining(['PATCH /agents/{id}', 'PATCH /custom_tools/{id}']));
+    const marked = partialUpdateBodySchemas();
+    const unmarked = [...bodies].filter(([, name]) => !marked.has(name)).map(([key, name]) =>
+      `${key} takes ${name}: add @PartialUpdateBody() (src/common/openapi.ts) to that class, so that its fields carry no defaults in the document`,
+    );
+    expect(unmarked).toEqual([]);
+    const patchSchemas = new Set(bodies.values());
+    const stray = [...marked].filter((name) => !patchSchemas.has(name)).map((name) => `${name} is marked @PartialUpdateBody() but is the body of no PATCH operation: remove the marker`);
+    expect(stray).toEqual([]);
+  });
+
+  test('no `default` keyword in any schema a request body uses; PATCH bodies name no default at all', () => {
     const schemas = requestSchemas();
     expect([...schemas]).toEqual(expect.arrayContaining(['AgentCreateDto', 'AgentUpdateDto']));
+    const patchSchemas = new Set(patchBodies().values());
     for (const name of schemas) {
       expect({ name, defaults: JSON.stringify(document.components.schemas[name]).includes('"default":') }).toEqual({ name, defaults: false });
-      if (/Update/.test(name)) {
+      if (patchSchemas.has(name)) {
         const described = Object.entries(document.components.schemas[name].properties ?? {})
           .filter(([, property]) => String((property as { description?: string }).description ?? '').includes('Default:'))
           .map(([field]) => field);

@@ -15,6 +15,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { BOUNDS, idPattern, IsBoundedJson } from '../common/input-bounds';
+import { PartialUpdateBody } from '../common/openapi';
 import { DATE_TIME_DESCRIPTION, HEX_COLOR_DESCRIPTION, HEX_COLOR_PATTERN, IsDateTime, OptionalNonNull } from '../common/validation';
 
 export const HANDLE_PATTERN = /^[a-zA-Z][a-zA-Z0-9]*$/;
@@ -212,6 +213,7 @@ export class AgentCreateDto extends AgentWritableFields {
   instructions_html?: string;
 }
 
+@PartialUpdateBody()
 export class AgentUpdateDto extends AgentWritableFields {
   @ApiPropertyOptional({ pattern: HANDLE_PATTERN.source, maxLength: MAX_HANDLE_LENGTH })
   @OmittableNotNull()

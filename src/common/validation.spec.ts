@@ -1,7 +1,7 @@
 import type { ArgumentMetadata } from '@nestjs/common';
 import { IsOptional, IsString } from 'class-validator';
-import { ApiError } from './api-error';
-import { ApiValidationPipe, HEX_COLOR_PATTERN, isRfc3339DateTime, MAX_BODY_DEPTH, nestingDepth, unstorableTextPaths } from './validation';
+import { ApiError, ErrorCode } from './api-error';
+import { ApiValidationPipe, BodyPrecheck, HEX_COLOR_PATTERN, isRfc3339DateTime, MAX_BODY_DEPTH, nestingDepth, unstorableTextPaths } from './validation';
 
 class NoteCreate {
   @IsOptional()
@@ -150,5 +150,37 @@ describe('ApiValidationPipe: a request without a query', () => {
       expect((error as ApiError).status).toBe(422);
       await settle();
     }
+  });
+});
+
+describe('ApiValidationPipe: @BodyPrecheck', () => {
+  const pipe = new ApiValidationPipe();
+  const refuseLocked = (value: Record<string, unknown>) => {
+    if (value.locked === true) throw new ApiError(ErrorCode.Conflict, 'locked');
+  };
+
+  @BodyPrecheck(refuseLocked)
+  class Guarded {
+    @IsString()
+    name!: string;
+  }
+
+  /** a static method of the same name is no registration: only the decorator is */
+  class Undecorated {
+    static precheck = refuseLocked;
+    @IsString()
+    name!: string;
+  }
+
+  it('runs the registered precheck before the fields are validated: its answer wins over an invalid field', async () => {
+    const error = await pipe.transform({ locked: true, name: 42 }, { type: 'body', metatype: Guarded }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiError);
+    expect((error as ApiError).status).toBe(409);
+  });
+
+  it('a class without the decorator gets plain validation, whatever static methods it has', async () => {
+    const error = await pipe.transform({ locked: true, name: 42 }, { type: 'body', metatype: Undecorated }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiError);
+    expect((error as ApiError).status).toBe(422);
   });
 });

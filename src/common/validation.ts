@@ -164,19 +164,21 @@ export function unstorableTextPaths(value: unknown, path = '', found: FieldError
   return found;
 }
 
+const BODY_PRECHECK = Symbol('body-precheck');
+
 /**
- * A body DTO class may judge a rule before its fields are validated, where
- * the spec makes that rule win whatever else the body holds (POST /sources:
- * `type` = `upload` is a 409 even with other fields invalid). It receives
- * the parsed JSON object and throws an ApiError to refuse it.
+ * A rule of a body class judged before its fields are validated, for a rule
+ * that must win whatever else the body holds (POST /sources: `type` =
+ * `upload` is a 409 even with other fields invalid). `precheck` receives the
+ * parsed JSON object and throws an ApiError to refuse it; the validation
+ * pipe runs it for every body of the decorated class.
  */
-export interface BodyPrecheck {
-  precheck(body: Record<string, unknown>): void;
+export function BodyPrecheck(precheck: (body: Record<string, unknown>) => void): ClassDecorator {
+  return (target) => Reflect.defineMetadata(BODY_PRECHECK, precheck, target);
 }
 
-function precheckOf(metatype: unknown): BodyPrecheck['precheck'] | undefined {
-  const precheck = (metatype as Partial<BodyPrecheck> | undefined)?.precheck;
-  return typeof precheck === 'function' ? precheck : undefined;
+function precheckOf(metatype: unknown): ((body: Record<string, unknown>) => void) | undefined {
+  return typeof metatype === 'function' ? (Reflect.getMetadata(BODY_PRECHECK, metatype) as ((body: Record<string, unknown>) => void) | undefined) : undefined;
 }
 
 /**

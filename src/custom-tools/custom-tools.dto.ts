@@ -15,6 +15,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { BOUNDS, idPattern } from '../common/input-bounds';
+import { PartialUpdateBody } from '../common/openapi';
 import { OptionalNonNull } from '../common/validation';
 import { AUTH_TYPES, HTTP_METHODS, MAX_HEADERS, MAX_PARAMETERS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, TOOL_TYPES } from './custom-tools.rules';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
@@ -236,6 +237,7 @@ export class CreateCustomToolDto extends CustomToolFields {
   url!: string;
 }
 
+@PartialUpdateBody()
 export class UpdateCustomToolDto extends CustomToolFields {
   @ApiPropertyOptional({ maxLength: BOUNDS.name }) @OptionalNonNull() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) label?: string;
   @ApiPropertyOptional({ maxLength: BOUNDS.toolDescription })

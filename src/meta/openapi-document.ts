@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { BEARER_SCHEME } from '../auth/auth.decorators';
 import { API_PREFIX } from '../common/api-paths';
+import { partialUpdateBodySchemas } from '../common/openapi';
 import { MAX_BODY_DEPTH } from '../common/validation';
 import { documentIdempotency } from '../idempotency/idempotency.openapi';
 import { documentRateLimits } from '../rate-limit/rate-limit.openapi';
@@ -69,23 +70,47 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     ignoreGlobalPrefix: true,
     operationIdFactory: (_controller, method) => method,
   });
-  const document = convertNullable(generated) as OpenAPIObject & { jsonSchemaDialect?: string };
+  let document = generated;
+  for (const step of OPENAPI_POST_PROCESSING) document = step.apply(document) ?? document;
+  return document;
+}
+
+/**
+ * Everything that changes the document Nest generates from the decorators,
+ * in the order it runs. Per-route facts are declared where the route is
+ * (`@RequireScope`, `@Public`, `@ApiEnvelope`, `@ApiErrors`, `@PartialUpdateBody`);
+ * what every current and future endpoint gets is added here, and only here.
+ * A step changes the document in place or returns a new one.
+ */
+export const OPENAPI_POST_PROCESSING: ReadonlyArray<{ name: string; apply(document: OpenAPIObject): OpenAPIObject | void }> = [
+  { name: 'OpenAPI 3.1: `nullable` becomes a type array or a oneOf with null', apply: toOpenApi31 },
+  { name: 'the one server is the public API (x-internal: false)', apply: markServersPublic },
+  { name: '@Public() operations need no security', apply: dropSecurityOfPublicOperations },
+  { name: 'request bodies: no defaults, 408/413/422 on every operation', apply: documentRequestBodies },
+  { name: 'Idempotency-Key on every authenticated POST and PATCH', apply: documentIdempotency },
+  { name: 'rate-limit headers on every response of every authenticated operation', apply: documentRateLimits },
+];
+
+function toOpenApi31(generated: OpenAPIObject): OpenAPIObject {
+  const document = convertNullable(generated) as OpenAPIObject;
   document.openapi = '3.1.0';
-  // OWASP API9 (inventory): the one server is the public API, meant for clients
+  return document;
+}
+
+/** OWASP API9 (inventory): the one server is the public API, meant for clients. */
+function markServersPublic(document: OpenAPIObject): void {
   for (const server of document.servers ?? []) (server as unknown as Record<string, unknown>)['x-internal'] = false;
-  for (const pathItem of Object.values(document.paths)) {
-    for (const operation of Object.values(pathItem) as Array<Record<string, unknown>>) {
-      if (operation && typeof operation === 'object' && operation['x-public'] === true) {
-        operation.security = [];
-        delete operation['x-public'];
-      }
+}
+
+/** `@Public()` marks its operation `x-public`; such an operation has an empty security requirement instead. */
+function dropSecurityOfPublicOperations(document: OpenAPIObject): void {
+  for (const { operation } of operationsOf(document)) {
+    const marked = operation as Record<string, unknown>;
+    if (marked['x-public'] === true) {
+      marked.security = [];
+      delete marked['x-public'];
     }
   }
-  // cross-cutting behaviour every current and future endpoint gets
-  documentRequestBodies(document);
-  documentIdempotency(document);
-  documentRateLimits(document);
-  return document;
 }
 
 type Schema = Record<string, Json>;
@@ -131,9 +156,6 @@ function stripDefaults(node: Json, found: (schema: Schema, value: Json) => void)
   for (const key of ['oneOf', 'anyOf', 'allOf']) if (Array.isArray(schema[key])) (schema[key] as Json[]).forEach((child) => stripDefaults(child, found));
 }
 
-/** Schemas of PATCH bodies: omitted fields are unchanged there, so they have no defaults at all. */
-const UPDATE_SCHEMA = /Update/; // AgentUpdateDto, UpdateCustomToolDto, …
-
 /**
  * Request bodies, as clients generated from the document see them:
  *
@@ -141,8 +163,8 @@ const UPDATE_SCHEMA = /Update/; // AgentUpdateDto, UpdateCustomToolDto, …
  *   such as openapi-typescript (default options) turns a property with a
  *   default into a required one, so a client would have to send `color` on
  *   every create — and, on a PATCH, silently reset it. Create schemas keep
- *   their defaults in the description ("Default: …"); update schemas have
- *   none, because an omitted field is left unchanged.
+ *   their defaults in the description ("Default: …"); update schemas
+ *   (classes marked `@PartialUpdateBody()`) have none, because an omitted field is left unchanged.
  * - 413 `payload_too_large` and 408 `request_timeout` on every operation,
  *   and 422 for a malformed body on those that take none: every request's
  *   body is read first, within HTTP_REQUEST_TIMEOUT_MS.
@@ -169,8 +191,9 @@ function documentRequestBodies(document: OpenAPIObject): void {
       content: errorEnvelope,
     };
   }
+  const partialUpdates = partialUpdateBodySchemas();
   for (const name of used) {
-    const isUpdate = UPDATE_SCHEMA.test(name);
+    const isUpdate = partialUpdates.has(name);
     stripDefaults(components[name], (schema, value) => {
       if (isUpdate) return;
       const note = `Default: \`${typeof value === 'string' ? value : JSON.stringify(value)}\`.`;

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsObject, IsString, MaxLength } from 'class-validator';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { BOUNDS, idPattern } from '../common/input-bounds';
-import { OptionalNonNull } from '../common/validation';
+import { BodyPrecheck, OptionalNonNull } from '../common/validation';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
 
 export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
@@ -34,17 +34,15 @@ export function connectorSourceRefused(): ApiError {
   return ApiError.field('type', 'connector sources are created when the connector integration is added; use website or webpage');
 }
 
-/**
- * `type` is judged before the other fields (`precheck`, run by the
- * validation pipe), so that `upload` answers 409 and `connector` 422
- * whatever else the body holds.
- */
-export class CreateSourceDto {
-  static precheck(body: Record<string, unknown>): void {
-    if (body.type === 'upload') throw uploadSourceConflict();
-    if (body.type === 'connector') throw connectorSourceRefused();
-  }
+/** `upload` answers 409 and `connector` 422 whatever else the body holds. */
+function refuseUncreatableType(body: Record<string, unknown>): void {
+  if (body.type === 'upload') throw uploadSourceConflict();
+  if (body.type === 'connector') throw connectorSourceRefused();
+}
 
+/** `type` is judged before the other fields: the validation pipe runs the `@BodyPrecheck` first. */
+@BodyPrecheck(refuseUncreatableType)
+export class CreateSourceDto {
   @ApiProperty({ enum: CREATABLE_SOURCE_TYPES, description: '`upload` → 409 (the singleton exists); `connector` → 422' })
   @IsString()
   @IsIn(SOURCE_TYPES, { message: 'type must be website or webpage' })

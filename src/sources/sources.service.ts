@@ -70,7 +70,7 @@ export class SourcesService {
   }
 
   async createSource(orgId: string, input: CreateSourceDto): Promise<SourceDto> {
-    // the validation pipe has run CreateSourceDto.precheck; callers that bypass it get the same answers
+    // the validation pipe has run CreateSourceDto's @BodyPrecheck; callers that bypass it get the same answers
     if (input.type === 'upload') throw uploadSourceConflict();
     if (input.type === 'connector') throw connectorSourceRefused();
     if (input.type !== 'website' && input.type !== 'webpage') throw ApiError.field('type', 'must be website or webpage');
