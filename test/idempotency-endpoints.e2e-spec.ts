@@ -228,6 +228,23 @@ const ENDPOINTS: Endpoint[] = [
   },
 ];
 
+test('every authenticated POST and PATCH the API serves has its entry in ENDPOINTS, and every entry is served', async () => {
+  const document = (await t.http.get(`${API}/openapi.json`).expect(200)).body as { paths: Record<string, Record<string, { security?: unknown[] }>> };
+  const served = Object.entries(document.paths).flatMap(([path, item]) =>
+    ['post', 'patch']
+      .filter((method) => item[method] && !(Array.isArray(item[method].security) && item[method].security.length === 0))
+      .map((method) => `${method.toUpperCase()} ${path}`),
+  );
+  expect(served.length).toBeGreaterThan(0);
+  const listed = new Set(ENDPOINTS.map((endpoint) => endpoint.name));
+  const missing = served
+    .filter((name) => !listed.has(name))
+    .map((name) => `${name} takes Idempotency-Key but has no entry in ENDPOINTS (test/idempotency-endpoints.e2e-spec.ts): add one`);
+  expect(missing).toEqual([]);
+  const stale = [...listed].filter((name) => !served.includes(name)).map((name) => `ENDPOINTS lists ${name}, which the API does not serve`);
+  expect(stale).toEqual([]);
+});
+
 describe.each(ENDPOINTS)('$name honors Idempotency-Key', (endpoint) => {
   it('same key and same body: the stored response is replayed, except meta.request_id, and the operation does not run again', async () => {
     const target = await endpoint.prepare(org);
