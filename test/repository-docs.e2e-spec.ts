@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { ID_PREFIXES } from '../libs/ids/ids';
 import { SCOPES } from '../src/auth/scopes';
 import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
 import { FixtureRegistry } from '../src/fixtures/fixture-registry';
@@ -20,11 +21,53 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-test('every fixture section the modules register has its own heading', () => {
-  const sections = t.app.get(FixtureRegistry).ordered().map((section) => section.name);
-  expect(sections.length).toBeGreaterThan(5);
-  const missing = sections.filter((name) => !doc.includes(`### \`${name}[]\``));
-  expect(missing).toEqual([]);
+/** The text of `docs/fixture-format.md` from a heading line starting with `start` up to the next heading of that level or higher. */
+function part(start: string): string {
+  const from = doc.indexOf(`\n${start}`);
+  if (from === -1) return '';
+  const level = /^#+/.exec(start)![0].length;
+  const rest = doc.slice(from + 1);
+  const end = rest.slice(1).search(new RegExp(`\n#{1,${level}} `));
+  return end === -1 ? rest : rest.slice(0, end + 1);
+}
+
+describe('the fixture format documents every registered section', () => {
+  test('every section has its own heading, and its field table names every field its demo rows use', () => {
+    const sections = t.app.get(FixtureRegistry).ordered();
+    expect(sections.length).toBeGreaterThan(5);
+    const problems: string[] = [];
+    for (const section of sections) {
+      const text = part(`### \`${section.name}[]\``);
+      if (text === '') {
+        problems.push(`docs/fixture-format.md has no heading "### \`${section.name}[]\`"`);
+        continue;
+      }
+      if (!/\n\| field \| rule \| default \|/.test(text)) problems.push(`${section.name}[]: no field table (| field | rule | default |)`);
+      const rows = section.demoFile ? (JSON.parse(readFileSync(join(ROOT, section.demoFile), 'utf8')) as Array<Record<string, unknown>>) : [];
+      const fields = [...new Set(rows.flatMap((row) => Object.keys(row)))];
+      for (const field of fields.filter((name) => !text.includes(`\`${name}\``))) problems.push(`${section.name}[]: its demo rows use \`${field}\`, which its table does not document`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  test('the write order lists every section at its place: one numbered item per order value, lowest first', () => {
+    const sections = t.app.get(FixtureRegistry).ordered();
+    const items = [...part('## Write order and references').matchAll(/^\d+\. (.*)$/gm)].map((match) => match[1]);
+    const orders = [...new Set(sections.map((section) => section.order))];
+    expect({ items: items.length }).toEqual({ items: orders.length });
+    const misplaced = sections
+      .filter((section) => !items[orders.indexOf(section.order)]?.includes(`\`${section.name}\``))
+      .map((section) => `\`${section.name}\` (order ${section.order}) belongs in item ${orders.indexOf(section.order) + 1} of "Write order and references"`);
+    expect(misplaced).toEqual([]);
+  });
+
+  test('the id table names every id prefix of libs/ids/ids.ts', () => {
+    const table = part('## Ids');
+    const missing = Object.entries(ID_PREFIXES)
+      .filter(([, prefix]) => !table.includes(`\`${prefix}_\``))
+      .map(([kind, prefix]) => `id kind ${kind}: add \`${prefix}_\` to the table under "## Ids" in docs/fixture-format.md`);
+    expect(missing).toEqual([]);
+  });
 });
 
 test('the complete example loads and the API serves what it describes', async () => {
