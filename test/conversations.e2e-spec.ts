@@ -436,7 +436,8 @@ describe('Conversations', () => {
       for (const query of queries) {
         const res = await list(org, query);
         expect(res.status).toBe(200);
-        if (query !== '?ticket_id=7') expect(ids(res)).toEqual([hit]);
+        // the conversation has no ticket id: that filter matches nothing
+        expect({ query, ids: ids(res) }).toEqual({ query, ids: query === '?ticket_id=7' ? [] : [hit] });
       }
       const valueDependent = /^(q|metadata\d+x\d+|ticketId|createdAfter|createdBefore|lastMessageAfter|lastMessageBefore|split:.*)$/;
       for (const shape of repository.preparedShapes()) expect(shape.split(',').filter((term) => valueDependent.test(term))).toEqual([]);

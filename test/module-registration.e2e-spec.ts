@@ -188,10 +188,11 @@ describe('every module is registered everywhere it must be', () => {
       for (const query of LIST_QUERIES_OF_SECTION[name] ?? [{}]) {
         let cursor: string | null = null;
         do {
-          const res = await t.http.get(`/api/v1${path}`).query({ ...query, limit: 100, ...(cursor ? { cursor } : {}) }).set('Authorization', auth);
+          const res: { status: number; body: { data: Array<{ id: string }>; meta?: { next_cursor?: string | null } } } = await t.http
+            .get(`/api/v1${path}`).query({ ...query, limit: 100, ...(cursor ? { cursor } : {}) }).set('Authorization', auth);
           expect({ path, query, status: res.status }).toEqual({ path, query, status: 200 });
-          for (const row of res.body.data as Array<{ id: string }>) listed.add(row.id);
-          cursor = (res.body.meta?.next_cursor as string | null | undefined) ?? null;
+          for (const row of res.body.data) listed.add(row.id);
+          cursor = res.body.meta?.next_cursor ?? null;
         } while (cursor);
       }
       const ids = ((org[name] ?? []) as Array<{ id?: string }>).flatMap((row) => (row.id ? [row.id] : []));
