@@ -19,7 +19,7 @@ import { createTestApp, type TestApp } from './support/test-app';
 let t: TestApp;
 let a: TestOrg;
 let b: { orgId: string; auth: string; ids: Map<string, string[]> };
-let document: { paths: Record<string, Record<string, { parameters?: Array<{ in: string; name: string; schema?: { pattern?: string } }> }>> };
+let document: { paths: Record<string, Record<string, { parameters?: PathParameter[] }>> };
 
 interface Case {
   /** a valid body, so that only scoping can refuse the request */
@@ -44,10 +44,32 @@ const CASES: Record<string, Case> = {
   'GET /triggers/{id}': {},
 };
 
-/** the table whose ids a path parameter takes: `{id}` the path's resource, `{agent_id}` agents */
-function tableOf(path: string, parameter: string): string {
-  if (parameter !== 'id') return `${parameter.replace(/_id$/, '')}s`;
-  return path.split('/')[1];
+type PathParameter = { in: string; name: string; schema?: { pattern?: string } };
+
+/** The id prefix a path parameter takes, read from its documented pattern (`^agent_[a-f0-9]{24}$` → `agent`). */
+function prefixOf(operation: string, parameter: PathParameter): string {
+  const prefix = /^\^\(?([a-z]+)_/.exec(parameter.schema?.pattern ?? '')?.[1];
+  if (!prefix) throw new Error(`${operation} {${parameter.name}}: its pattern (${parameter.schema?.pattern}) names no id prefix; use idPattern() of src/common/input-bounds.ts`);
+  return prefix;
+}
+
+/** The path parameters of an operation ("GET /agents/{id}"). */
+function pathParameters(operation: string): PathParameter[] {
+  const [method, path] = operation.split(' ');
+  return (document.paths[path][method.toLowerCase()].parameters ?? []).filter((p) => p.in === 'path');
+}
+
+/** Every `id` of a fixture organization's rows, nested rows included, by prefix. */
+function idsByPrefix(node: unknown, found = new Map<string, string[]>()): Map<string, string[]> {
+  if (Array.isArray(node)) node.forEach((item) => idsByPrefix(item, found));
+  else if (node !== null && typeof node === 'object') {
+    for (const [key, value] of Object.entries(node)) {
+      const prefix = key === 'id' && typeof value === 'string' ? /^([a-z]+)_[a-f0-9]{24}$/.exec(value)?.[1] : undefined;
+      if (prefix) found.set(prefix, [...(found.get(prefix) ?? []), value as string].sort());
+      else idsByPrefix(value, found);
+    }
+  }
+  return found;
 }
 
 function servedIdOperations(): string[] {
@@ -76,35 +98,26 @@ async function snapshot(orgId: string): Promise<string> {
 beforeAll(async () => {
   t = await createTestApp();
   a = await createOrg(t.app);
-  const loaded = await t.app.get(FixtureLoader).load(freshDemo(t.app).document);
+  const demo = freshDemo(t.app).document;
+  const loaded = await t.app.get(FixtureLoader).load(demo);
   const orgId = loaded.orgs[0].id;
   document = (await t.http.get('/api/v1/openapi.json')).body;
-  // the tables whose ids the served routes take (`/widgets/{id}` → widgets)
-  const tables = new Set<string>();
-  for (const [path, item] of Object.entries(document.paths)) {
-    for (const operation of Object.values(item)) {
-      for (const parameter of operation.parameters ?? []) if (parameter.in === 'path') tables.add(tableOf(path, parameter.name));
-    }
-  }
-  const ids = new Map<string, string[]>();
-  for (const table of tables) {
-    const rows = (await t.connection.db.execute(sql`select id from ${sql.identifier(table)} where org_id = ${orgId} order by id`)) as unknown as { rows: Array<{ id: string }> };
-    ids.set(table, rows.rows.map((row) => row.id));
-  }
+  // B's ids, by the prefix a path parameter's pattern names: no assumption about table or path names
+  const ids = idsByPrefix(demo.orgs[0]);
   b = { orgId, auth: `Bearer ${loaded.generated_keys[0].token}`, ids };
 }, 60_000);
 afterAll(() => t.close());
 
 /** The path with B's ids filled in: one URL per form the parameter accepts (prefixed; bare 24-hex where allowed). */
 function urlsFor(operation: string): string[] {
-  const [method, path] = operation.split(' ');
-  const parameters = (document.paths[path][method.toLowerCase()].parameters ?? []).filter((p) => p.in === 'path');
+  const path = operation.split(' ')[1];
+  const parameters = pathParameters(operation);
   expect(parameters.length).toBeGreaterThan(0);
   let forms = [path];
   for (const parameter of parameters) {
-    const table = tableOf(path, parameter.name);
-    const id = b.ids.get(table)?.[0];
-    if (!id) throw new Error(`organization B has no ${table} row for ${operation}: add one to the demo or map {${parameter.name}}`);
+    const prefix = prefixOf(operation, parameter);
+    const id = b.ids.get(prefix)?.[0];
+    if (!id) throw new Error(`organization B has no ${prefix}_ row for ${operation}: add one to the demo rows of its fixture section`);
     const bareAllowed = parameter.schema?.pattern?.includes('|[a-f0-9]{24}') ?? false;
     const values = bareAllowed ? [id, id.slice(id.lastIndexOf('_') + 1)] : [id];
     forms = forms.flatMap((form) => values.map((value) => form.replace(`{${parameter.name}}`, value)));
@@ -165,8 +178,8 @@ describe("another organization's real ids answer 404 on every id-taking route, a
     for (const operation of Object.keys(CASES)) {
       const [method, path] = operation.split(' ');
       for (const make of [(prefix: string) => `${prefix}_${newObjectIdHex()}`, () => newObjectIdHex(), () => 'not-an-id', () => 'agent_ZZZ']) {
-        // the prefix of a real id of that table (B has one of each)
-        const url = `/api/v1${path.replace(/\{([^}]+)\}/g, (_m, name: string) => make(b.ids.get(tableOf(path, name))![0].split('_')[0]))}`;
+        const prefixes = new Map(pathParameters(operation).map((parameter) => [parameter.name, prefixOf(operation, parameter)]));
+        const url = `/api/v1${path.replace(/\{([^}]+)\}/g, (_m, name: string) => make(prefixes.get(name)!))}`;
         const res = await send(method, url, a.auth, CASES[operation].body);
         if (res.status !== 404 || !/not_found$/.test(res.body?.error?.code)) failures.push(`${method} ${url} → ${res.status} ${JSON.stringify(res.body)}`);
       }
