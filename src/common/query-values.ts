@@ -40,10 +40,7 @@ export const QUERY_DATE_MESSAGE = {
 /** OpenAPI schema of a date-time query param. */
 export const QUERY_DATE_SCHEMA = { type: 'string', format: 'date-time', maxLength: BOUNDS.dateTime } as const;
 
-/** Accepted spellings of a boolean query flag (documented in docs/decisions.md). */
-export const QUERY_BOOLEAN_VALUES = ['true', 'false', '1', '0'] as const;
-
-/** `@Transform` for boolean query flags: `true`/`1` and `false`/`0`; anything else stays a non-boolean. */
+/** `@Transform` for boolean query flags: `true`/`1` and `false`/`0` (documented in docs/decisions.md); anything else stays a non-boolean. */
 export function toQueryBoolean({ value }: { value: unknown }): unknown {
   if (value === 'true' || value === '1') return true;
   if (value === 'false' || value === '0') return false;

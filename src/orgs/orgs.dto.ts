@@ -24,7 +24,6 @@ export class OrgTrialDto {
 }
 
 export const ORG_STATUSES = ['active', 'trialing', 'past_due', 'suspended'] as const;
-export type OrgStatus = (typeof ORG_STATUSES)[number];
 
 export class OrgDto {
   @ApiProperty({ example: 'org_0123456789abcdef01234567', pattern: idPattern('org') }) id!: string;
