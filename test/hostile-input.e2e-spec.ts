@@ -372,7 +372,11 @@ describe('hostile input, generated from the served /openapi.json', () => {
         // before a CR LF the server sees a value of its own ("abc"), and what follows as another line
         const seen = value.subarray(0, value.indexOf('\r\n') === -1 ? value.length : value.indexOf('\r\n'));
         const invalidForSpec = seen.length > 128 || [...seen].some((byte) => byte > 0x7e || (byte < 0x20 && byte !== 0x09));
-        if (documented && invalidForSpec && res!.headers['x-request-id'] !== undefined) expect(res!.status).toBe(422);
+        // refused by the HTTP parser (400, or 431 for an oversized header: before any of our code, so no
+        // X-Request-ID) or by the API (422)
+        const answeredBy = res!.headers['x-request-id'] === undefined ? 'parser' : 'api';
+        const expected = answeredBy === 'parser' ? [400, 431] : [422];
+        if (documented && invalidForSpec) expect({ answeredBy, status: expected.includes(res!.status) ? 'as expected' : res!.status }).toEqual({ answeredBy, status: 'as expected' });
       }
     });
   });
