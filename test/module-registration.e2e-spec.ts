@@ -140,6 +140,14 @@ describe('every module is registered everywhere it must be', () => {
     expect(SCOPES.filter((scope) => !used.has(scope))).toEqual([]);
   });
 
+  test('reads need a `:read` scope, creates and changes a `:write` scope, and a DELETE its own `:delete` scope', () => {
+    const kind: Record<string, string> = { get: 'read', post: 'write', put: 'write', patch: 'write', delete: 'delete' };
+    const wrong = routesOfTheApp()
+      .filter((route) => !route.isPublic && route.scope !== undefined && !route.scope.endsWith(`:${kind[route.method]}`))
+      .map((route) => `${route.controller}: ${route.method.toUpperCase()} ${route.path} requires ${route.scope}; it needs a \`<resource>:${kind[route.method]}\` scope`);
+    expect(wrong).toEqual([]);
+  });
+
   test('every id kind of libs/ids has its pattern in the served document, and every path id uses one', () => {
     const text = JSON.stringify(document);
     const patterns = (kind: IdKind) => [idPattern(kind), idPattern(kind, { allowBare: true })];
