@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { servedRoutes } from '../src/bootstrap';
 import { partialUpdateBodySchemas } from '../src/common/openapi';
+import { ResponseValidator, type OpenApiDocument } from './support/openapi-contract';
 import { createTestApp, type TestApp } from './support/test-app';
 
 let t: TestApp;
@@ -233,6 +234,23 @@ describe('what generated clients see (issue 11)', () => {
     for (const { key, operation } of operations()) {
       expect({ key, inline: JSON.stringify(operation.requestBody ?? {}).includes('"default":') }).toEqual({ key, inline: false });
     }
+  });
+
+  test('every request body has an example ("Try it out" in /docs sends it as it is) that its own schema accepts', () => {
+    const validator = new ResponseValidator(document as OpenApiDocument);
+    const problems: string[] = [];
+    const withBody = operations().filter(({ operation }) => operation.requestBody);
+    expect(withBody.map(({ key }) => key)).toEqual(expect.arrayContaining(['POST /agents', 'PATCH /agents/{id}', 'PATCH /custom_tools/{id}']));
+    for (const { key, operation } of withBody) {
+      const media = operation.requestBody.content?.['application/json'];
+      const examples = Object.entries((media?.examples ?? {}) as Record<string, { value?: unknown }>);
+      if (examples.length === 0) problems.push(`${key}: no example; add @ApiBody({ type, examples: { … } }) to its handler`);
+      for (const [name, example] of examples) {
+        const complaint = validator.check(media.schema, example.value);
+        if (complaint) problems.push(`${key}: example ${name} does not match the body schema: ${complaint}`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 
   test('every operation documents 413 payload_too_large and 408 request_timeout (any request body is read first)', () => {

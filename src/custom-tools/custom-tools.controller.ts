@@ -66,6 +66,7 @@ export class CustomToolsController {
     description: 'Omitted fields are unchanged; `name` cannot be changed. Sending `auth.credentials` rotates them; omitting them keeps them.',
   })
   @ApiParam(TOOL_ID)
+  @ApiBody({ type: UpdateCustomToolDto, examples: { oneField: { summary: 'One field; the others stay as they are', value: { description: 'Lists all recent orders of the shop.' } } } })
   @ApiEnvelope(CustomToolDto)
   @ApiErrors(404, 409, 422)
   updateCustomTool(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: UpdateCustomToolDto): Promise<CustomToolDto> {
