@@ -80,7 +80,9 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
  * in the order it runs. Per-route facts are declared where the route is
  * (`@RequireScope`, `@Public`, `@ApiEnvelope`, `@ApiErrors`, `@PartialUpdateBody`);
  * what every current and future endpoint gets is added here, and only here.
- * A step changes the document in place or returns a new one.
+ * A step changes the document in place or returns a new one. Order matters:
+ * the last two skip public operations by their empty `security`, which the
+ * third step sets.
  */
 export const OPENAPI_POST_PROCESSING: ReadonlyArray<{ name: string; apply(document: OpenAPIObject): OpenAPIObject | void }> = [
   { name: 'OpenAPI 3.1: `nullable` becomes a type array or a oneOf with null', apply: toOpenApi31 },
