@@ -42,8 +42,8 @@ export interface AppConfig {
   httpMaxConnections: number;
   /** open connections at most from one client address (an IPv6 /64 counts as one), idle ones shed first like at the cap */
   httpMaxConnectionsPerAddress: number;
-  /** how long one rate-limit command may wait on Redis before the limiter counts in memory (the breaker opens) */
-  redisCommandTimeoutMs: number;
+  /** how long a request waits for Redis's rate-limit count before it is decided from this instance's memory */
+  rateLimitRedisWaitMs: number;
   /** after SIGTERM/SIGINT: how long /readyz answers 503 while everything else is still served */
   shutdownDrainDelayMs: number;
   /** after the drain delay: how long in-flight requests may take before they are cut */
@@ -74,8 +74,8 @@ export const DEFAULT_HTTP_LIMITS = {
   httpMaxConnectionsPerAddress: 500,
 } as const;
 
-/** A rate-limit command Redis has not answered by then counts as a failure (docs/decisions.md, "Redis trouble"). */
-export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 25;
+/** What Redis trouble may add to a request at most (docs/decisions.md, "Redis trouble"). */
+export const DEFAULT_RATE_LIMIT_REDIS_WAIT_MS = 25;
 
 type Env = Record<string, string | undefined>;
 
@@ -232,7 +232,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig>
     httpHeadersTimeoutMs: intSetting(env, 'HTTP_HEADERS_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.httpHeadersTimeoutMs, 1000, 3_600_000),
     httpMaxConnections: intSetting(env, 'HTTP_MAX_CONNECTIONS', DEFAULT_HTTP_LIMITS.httpMaxConnections, 1, 1_000_000),
     httpMaxConnectionsPerAddress: intSetting(env, 'HTTP_MAX_CONNECTIONS_PER_ADDRESS', DEFAULT_HTTP_LIMITS.httpMaxConnectionsPerAddress, 1, 1_000_000),
-    redisCommandTimeoutMs: intSetting(env, 'REDIS_COMMAND_TIMEOUT_MS', DEFAULT_REDIS_COMMAND_TIMEOUT_MS, 1, 5000),
+    rateLimitRedisWaitMs: intSetting(env, 'RATE_LIMIT_REDIS_WAIT_MS', DEFAULT_RATE_LIMIT_REDIS_WAIT_MS, 1, 5000),
     shutdownDrainDelayMs: intSetting(env, 'SHUTDOWN_DRAIN_DELAY_MS', 5000, 0, 600_000),
     shutdownTimeoutMs: intSetting(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     jobsEnabled: true,

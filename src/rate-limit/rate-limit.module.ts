@@ -34,7 +34,7 @@ class RateLimitStorageLifecycle implements OnModuleInit, OnApplicationShutdown {
       provide: RATE_LIMIT_STORAGE,
       inject: [APP_CONFIG, LOGGER],
       useFactory: (config: AppConfig, logger: AppLogger): RateLimitStorage =>
-        config.redisUrl ? new RedisRateLimitStorage(config.redisUrl, logger) : new MemoryRateLimitStorage(),
+        config.redisUrl ? new RedisRateLimitStorage(config.redisUrl, logger, config.rateLimitRedisWaitMs) : new MemoryRateLimitStorage(),
     },
     RateLimitStorageLifecycle,
     RateLimiter,
