@@ -77,7 +77,7 @@ export class AppModule {
         { provide: APP_PIPE, useClass: ApiValidationPipe },
         // interceptors nest in registration order: idempotency outside the
         // envelope, so it stores and replays the full enveloped body (the
-        // database deadline is set around the whole pipeline: bootstrap.ts)
+        // database deadline is set around the whole pipeline: src/http/request-hooks.ts)
         { provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor },
         { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
         { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },

@@ -82,7 +82,7 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
     }
   }
 
-  it('adds at most the command budget (≤ 50 ms) to any request from the first on; shared counting resumes when it answers', async () => {
+  it('adds at most RATE_LIMIT_REDIS_WAIT_MS (≤ 50 ms) to any request from the first on; shared counting resumes when it answers', async () => {
     expect(t.config.rateLimitRedisWaitMs).toBe(DEFAULT_RATE_LIMIT_REDIS_WAIT_MS);
     expect(DEFAULT_RATE_LIMIT_REDIS_WAIT_MS).toBeLessThanOrEqual(50);
     for (let i = 0; i < 20; i++) expect((await timedGet()).status).toBe(200);

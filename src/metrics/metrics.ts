@@ -31,7 +31,7 @@ const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', '
 // point reads take about a millisecond: finer buckets at the low end than prom-client's default
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const JOB_OUTCOMES: Record<JobRun['outcome'], string> = { ok: 'success', failed: 'failure', 'still-running': 'skipped' };
-// the rate-limit store's budget is tens of milliseconds (RATE_LIMIT_REDIS_WAIT_MS): buckets around it
+// a request waits for its rate-limit count at most RATE_LIMIT_REDIS_WAIT_MS (25 ms): buckets around it
 const RATE_LIMIT_STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const JOB_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900];
 const SQLSTATE = /^[0-9A-Z]{5}$/;

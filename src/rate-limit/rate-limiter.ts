@@ -82,7 +82,7 @@ export class RateLimiter {
     const windows: RateWindow[] = WINDOWS.map(({ name, ttlMs }) => ({ name, ttlMs, limit: name === HOUR_WINDOW ? budget.perHour : budget.perMinute }));
     const started = performance.now();
     const { allowed, windows: usage } = await this.storage.hit(tracker, windows);
-    // what Redis trouble may cost a request: bounded by the store's command budget
+    // what Redis trouble may cost a request: bounded by RATE_LIMIT_REDIS_WAIT_MS
     this.metrics.rateLimitStoreWait((performance.now() - started) / 1000);
     const shown = constrainingWindow(usage);
     if (!('auth' in subject)) this.learnClient(clientKey(subject.clientAddress), shown, allowed, now);
