@@ -58,6 +58,7 @@ describe('answers Node or Fastify would write themselves', () => {
     ['a 16 KiB header', 431, 'headers_too_large', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(16 * 1024)}\r\n\r\n`],
     ['3,000 headers', 431, 'headers_too_large', `GET /healthz HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 3000 }, (_, i) => `X-H${i}: v\r\n`).join('')}\r\n`],
     ['HTTP/1.1 without Host', 400, 'bad_request', 'GET /healthz HTTP/1.1\r\n\r\n'],
+    ['CONNECT (this server is no proxy)', 400, 'bad_request', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'],
     ['an Expect other than 100-continue', 417, 'expectation_failed', 'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\n\r\n'],
   ];
 
@@ -84,6 +85,12 @@ describe('answers Node or Fastify would write themselves', () => {
     expect(answer.status).toBe(417);
     expect(answer.headers['x-request-id']).toBe('mine-1');
     expect(answer.body.error?.request_id).toBe('mine-1');
+  });
+
+  it('an Upgrade request (no protocol is upgraded here) is answered as a plain request', async () => {
+    const answer = await send('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, close\r\nUpgrade: websocket\r\n\r\n');
+    expect(answer.status).toBe(200);
+    expect(answer.headers['x-request-id']).toMatch(/^req_[0-9a-f]{32}$/);
   });
 
   it('the service keeps answering after each refusal', async () => {

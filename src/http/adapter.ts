@@ -1,12 +1,13 @@
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError, ErrorCode } from '../common/api-error';
 import type { AppLogger } from '../common/logger';
 import { parseQueryString } from '../common/request-context';
 import { DEFAULT_HTTP_LIMITS, type AppConfig } from '../config/config';
 import type { Metrics } from '../metrics/metrics';
-import { answerClientError } from './client-errors';
+import { answerClientError, answerConnect, type ClientErrorContext } from './client-errors';
 import { ConnectionLimiter } from './connection-limits';
 import { answerInHook, endRequest, startRequest } from './request-hooks';
 import { MAX_BODY_BYTES } from './request-body';
@@ -46,6 +47,12 @@ export function httpLayerOf(fastify: FastifyInstance): HttpLayer {
 export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAULT_HTTP_LIMITS): FastifyAdapter {
   // eslint-disable-next-line prefer-const -- the handlers below run once the layer exists
   let layer: HttpLayer;
+  const clientErrors: ClientErrorContext = {
+    logger,
+    tracker: { unanswered: (socket) => layer.tracker.unanswered(socket) },
+    metrics: () => layer.metrics,
+    headersTimeoutMs: limits.httpHeadersTimeoutMs,
+  };
   const adapter = new FastifyAdapter({
     bodyLimit: MAX_BODY_BYTES,
     // a client cannot hold a connection by sending slowly: after these, Node
@@ -59,12 +66,7 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
       requireHostHeader: false,
     },
     // what Node's parser refuses is answered in the envelope, logged and counted
-    clientErrorHandler: (error: Error, socket: Socket) =>
-      answerClientError(
-        { logger, tracker: layer.tracker, metrics: () => layer.metrics, headersTimeoutMs: limits.httpHeadersTimeoutMs },
-        error,
-        socket,
-      ),
+    clientErrorHandler: (error: Error, socket: Socket) => answerClientError(clientErrors, error, socket),
     // while closing, a request arriving on an open keep-alive connection is
     // still served (with Connection: close, so the connection drains), not
     // answered with Fastify's own 503 body outside the envelope
@@ -98,5 +100,7 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
   // an `Expect` other than 100-continue: Node would write a bare 417 itself;
   // routed instead (Fastify's public `routing`), the request hooks answer it in the envelope
   server.on('checkExpectation', (request, response) => fastify.routing(request, response));
+  // Node would close a CONNECT's connection without a word
+  server.on('connect', (request: IncomingMessage, socket: Socket) => answerConnect(clientErrors, request, socket));
   return adapter;
 }

@@ -1,9 +1,9 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { renderErrorBody } from '../common/error-body';
 import { requestLineLogger, type AppLogger } from '../common/logger';
-import { REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from '../common/request-context';
+import { pathOf, REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from '../common/request-context';
 import { UNMATCHED_ROUTE, type Metrics } from '../metrics/metrics';
 import type { RequestTracker } from './request-tracker';
 
@@ -23,7 +23,7 @@ function clientApiError(code: string | undefined): ApiError {
 
 export interface ClientErrorContext {
   logger: AppLogger;
-  tracker: RequestTracker;
+  tracker: Pick<RequestTracker, 'unanswered'>;
   /** the app's metrics, once configureApp ran (the adapter exists before the app) */
   metrics(): Metrics | undefined;
   /** how long a client has for its headers: how long a request cut before them took */
@@ -60,7 +60,25 @@ export function answerClientError(context: ClientErrorContext, error: Error & { 
   }
   context.metrics()?.observeRequest(open?.request.method, open?.request.routeOptions.url ?? UNMATCHED_ROUTE, apiError.status, elapsedMs / 1000);
   // an answer already begun cannot be replaced: the connection just closes
-  if (socket.writable && !open?.reply.raw.headersSent) {
+  if (!open?.reply.raw.headersSent) writeAndClose(socket, apiError, requestId);
+  else socket.destroy();
+}
+
+/**
+ * A CONNECT request (Node's 'connect' event, which comes without a response
+ * object): this is no proxy, so 400 in the envelope, logged and counted,
+ * instead of the connection closed without a word.
+ */
+export function answerConnect(context: ClientErrorContext, request: IncomingMessage, socket: Socket): void {
+  const apiError = new ApiError(ErrorCode.BadRequest, 'CONNECT is not supported: this server is not a proxy.');
+  const requestId = resolveRequestId(request.headers['x-request-id']);
+  requestLineLogger(context.logger).info({ request_id: requestId, method: request.method, path: pathOf(request.url), status: apiError.status }, 'request');
+  context.metrics()?.observeRequest(request.method, UNMATCHED_ROUTE, apiError.status, 0);
+  writeAndClose(socket, apiError, requestId);
+}
+
+function writeAndClose(socket: Socket, apiError: ApiError, requestId: string): void {
+  if (socket.writable) {
     const body = JSON.stringify(renderErrorBody(apiError, requestId));
     socket.write(
       `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
