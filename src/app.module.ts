@@ -3,6 +3,7 @@ import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AgentsModule } from './agents/agents.module';
 import { AuthenticationGuard } from './auth/authentication.guard';
+import { AuthorizationGuard } from './auth/authorization.guard';
 import { AuthModule } from './auth/auth.module';
 import { ChatbotsModule } from './chatbots/chatbots.module';
 import { CoreModule } from './common/core.module';
@@ -23,6 +24,8 @@ import { IdempotencyModule } from './idempotency/idempotency.module';
 import { MetaModule } from './meta/meta.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { OrgsModule } from './orgs/orgs.module';
+import { RateLimitGuard } from './rate-limit/rate-limit.guard';
+import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { SourcesModule } from './sources/sources.module';
 import { TeamModule } from './team/team.module';
 import { TriggersModule } from './triggers/triggers.module';
@@ -48,6 +51,7 @@ export class AppModule {
         DatabaseModule.forRoot(options.connection),
         ...(config.jobsEnabled ? [ScheduleModule.forRoot()] : []),
         AuthModule,
+        RateLimitModule,
         IdempotencyModule,
         MetaModule,
         HealthModule,
@@ -64,12 +68,16 @@ export class AppModule {
         AnalyticsModule,
       ],
       providers: [
-        // one guard: authenticate → rate limit → scope and organization status (its order is stated there)
+        // the guards, which run in registration order: who is calling (the key) → counted against
+        // their budget (429) → may they (401 for a missing or bad key, then scope and organization
+        // status: 403). A new guard goes here, in its place in that order.
         { provide: APP_GUARD, useExisting: AuthenticationGuard },
+        { provide: APP_GUARD, useExisting: RateLimitGuard },
+        { provide: APP_GUARD, useExisting: AuthorizationGuard },
         { provide: APP_PIPE, useClass: ApiValidationPipe },
         // interceptors nest in registration order: idempotency outside the
         // envelope, so it stores and replays the full enveloped body (the
-        // database deadline is set around the whole pipeline: bootstrap.ts)
+        // database deadline is set around the whole pipeline: src/http/request-hooks.ts)
         { provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor },
         { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
         { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },

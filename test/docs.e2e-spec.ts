@@ -170,7 +170,7 @@ describe('GET /docs adds no API description routes of its own', () => {
     await t.http.get('/docs-json').expect(404);
     await t.http.get('/docs-yaml').expect(404);
     const init = await t.http.get('/docs/swagger-ui-init.js').expect(200);
-    expect(init.text).toContain('"swaggerUrl": "/api/v1/openapi.json"');
+    expect(init.text).toContain('"url": "/api/v1/openapi.json"');
     expect(init.text).not.toContain('"paths"');
   });
 });

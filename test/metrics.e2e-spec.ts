@@ -323,6 +323,7 @@ describe('the exposition', () => {
       idempotency_requests_total: 'counter',
       rate_limit_decisions_total: 'counter',
       rate_limit_redis_fallback_active: 'gauge',
+      rate_limit_store_wait_seconds: 'histogram',
       db_query_errors_total: 'counter',
       job_runs_total: 'counter',
       job_rows_removed_total: 'counter',

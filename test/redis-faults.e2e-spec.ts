@@ -1,18 +1,37 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
-import { REDIS_COMMAND_TIMEOUT_MS } from '../src/rate-limit/redis-rate-limit.storage';
+import { DEFAULT_RATE_LIMIT_REDIS_WAIT_MS } from '../src/config/config';
 import { createOrg } from './support/factories';
-import { sampleValue, scrapeMetrics } from './support/prometheus';
+import { sampleValue, scrapeMetrics, type Exposition } from './support/prometheus';
 import { describeWithRedis, startRedisFromPath, type TestRedis } from './support/redis-server';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
- * issue 14 §4: Redis trouble costs at most one timeout. A frozen Redis
- * (SIGSTOP: the connection stays open, nothing answers) must not add its
- * command timeout to every request; once it answers again, counting is
+ * Redis trouble costs a request at most one command budget, from the first
+ * request on. A frozen Redis (SIGSTOP: the connection stays open, nothing
+ * answers) must not add more than 50 ms to any request, those already
+ * waiting when it froze included; once it answers again, counting is
  * shared again.
+ *
+ * How the bound is asserted without trusting wall-clock time on a loaded
+ * machine: the budget is the setting's default (asserted ≤ 50 ms), and each
+ * request's wait for its count is measured by the service itself
+ * (`rate_limit_store_wait_seconds`): every wait of the frozen phase must be
+ * within 100 ms (the budget, plus the scheduling delay a loaded machine adds
+ * to any timer; the old code waited 500 ms), and some must have lasted more
+ * than 10 ms (so the requests really met the frozen Redis). The wall-clock bound on the worst request is
+ * kept only as a coarse check a loaded machine cannot break (well below the
+ * 500 ms the first requests used to wait).
  */
+
+const WAIT = 'rate_limit_store_wait_seconds';
+
+/** Waits observed between two scrapes: how many, and how many within `le` seconds. */
+function waitsBetween(before: Exposition, after: Exposition, le: string): { count: number; within: number } {
+  const delta = (name: string, labels: Record<string, string> = {}) => sampleValue(after, name, labels) - sampleValue(before, name, labels);
+  return { count: delta(`${WAIT}_count`), within: delta(`${WAIT}_bucket`, { le }) };
+}
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -63,7 +82,9 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
     }
   }
 
-  it('costs one command timeout, then requests run at normal latency; shared counting resumes when it answers', async () => {
+  it('adds at most RATE_LIMIT_REDIS_WAIT_MS (≤ 50 ms) to any request from the first on; shared counting resumes when it answers', async () => {
+    expect(t.config.rateLimitRedisWaitMs).toBe(DEFAULT_RATE_LIMIT_REDIS_WAIT_MS);
+    expect(DEFAULT_RATE_LIMIT_REDIS_WAIT_MS).toBeLessThanOrEqual(50);
     for (let i = 0; i < 20; i++) expect((await timedGet()).status).toBe(200);
     const normal: number[] = [];
     for (let i = 0; i < 30; i++) normal.push((await timedGet()).ms);
@@ -71,13 +92,13 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
     expect(counted).toBe(50);
     expect(sampleValue(await scrapeMetrics(t.app), 'rate_limit_redis_fallback_active')).toBe(0);
 
+    const beforeFreeze = await scrapeMetrics(t.app);
     process.kill(redis.pid, 'SIGSTOP');
     try {
-      const first = await timedGet();
-      expect(first.status).toBe(200);
-      // the one request that found out waited at most the command timeout
-      expect(first.ms).toBeLessThan(REDIS_COMMAND_TIMEOUT_MS + 500);
-      const frozen: number[] = [];
+      // the first requests after the freeze, at once: each meets the frozen Redis before the breaker opens
+      const first = await Promise.all(Array.from({ length: 8 }, () => timedGet()));
+      expect(first.map((r) => r.status)).toEqual(Array(8).fill(200));
+      const frozen: number[] = first.map((r) => r.ms);
       const started = performance.now();
       // for longer than several probe intervals: the probes must not stall requests either
       while (performance.now() - started < 3_000) {
@@ -100,9 +121,20 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
       expect(retried.status).toBe(201);
       expect(retried.headers.get('idempotent-replayed')).toBe('true');
       expect(((await retried.json()) as { data: { id: string } }).data.id).toBe(((await created.json()) as { data: { id: string } }).data.id);
-      expect(sampleValue(await scrapeMetrics(t.app), 'rate_limit_redis_fallback_active')).toBe(1);
+      const afterFreeze = await scrapeMetrics(t.app);
+      expect(sampleValue(afterFreeze, 'rate_limit_redis_fallback_active')).toBe(1);
+
+      // every request's wait for its count, as the service measured it: the 25 ms budget, plus what a
+      // loaded machine adds to any timer (at load 17 on 2 cores, 3 waits in 191 took 50–100 ms)
+      const waits = waitsBetween(beforeFreeze, afterFreeze, '0.1');
+      expect(waits.count).toBe(frozen.length + 2);
+      expect(waits).toEqual({ count: waits.count, within: waits.count });
+      // and the first ones did wait for the frozen Redis (the budget), so the bound was put to the test
+      const quick = waitsBetween(beforeFreeze, afterFreeze, '0.01');
+      expect(quick.within).toBeLessThan(quick.count);
       expect(median(frozen)).toBeLessThan(median(normal) + 5);
-      expect(Math.max(...frozen)).toBeLessThan(REDIS_COMMAND_TIMEOUT_MS);
+      // coarse, for a loaded machine: the first requests used to wait the old 500 ms timeout
+      expect(Math.max(...frozen)).toBeLessThan(Math.max(...normal) + 250);
     } finally {
       process.kill(redis.pid, 'SIGCONT');
     }

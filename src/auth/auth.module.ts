@@ -4,11 +4,13 @@ import { ApiKeysFixtureSection } from './api-keys.fixtures';
 import { ApiKeysRepository } from './api-keys.repository';
 import { ApiKeysService } from './api-keys.service';
 import { AuthenticationGuard } from './authentication.guard';
+import { AuthorizationGuard } from './authorization.guard';
+import { RouteAccess } from './route-access';
 
 @Global()
 @Module({
   imports: [RateLimitModule],
-  providers: [ApiKeysRepository, ApiKeysService, AuthenticationGuard, ApiKeysFixtureSection],
-  exports: [ApiKeysService, AuthenticationGuard],
+  providers: [ApiKeysRepository, ApiKeysService, RouteAccess, AuthenticationGuard, AuthorizationGuard, ApiKeysFixtureSection],
+  exports: [ApiKeysService, RouteAccess, AuthenticationGuard, AuthorizationGuard],
 })
 export class AuthModule {}

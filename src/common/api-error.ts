@@ -14,6 +14,12 @@ export enum ErrorCode {
   ValidationFailed = 'validation_failed',
   /** the client did not send its whole request within HTTP_REQUEST_TIMEOUT_MS (docs/decisions.md) */
   RequestTimeout = 'request_timeout',
+  /** not valid HTTP: Node's parser refused it (bare CR, Content-Length with Transfer-Encoding …), or HTTP/1.1 without Host */
+  BadRequest = 'bad_request',
+  /** the request headers exceed Node's limit (16 KiB) */
+  HeadersTooLarge = 'headers_too_large',
+  /** an `Expect` header other than `100-continue` */
+  ExpectationFailed = 'expectation_failed',
   PayloadTooLarge = 'payload_too_large',
   RateLimited = 'rate_limited',
   InternalError = 'internal_error',
@@ -35,8 +41,14 @@ export function statusOf(code: ErrorCode): number {
     case ErrorCode.IdempotencyKeyReused:
     case ErrorCode.Conflict:
       return 409;
+    case ErrorCode.BadRequest:
+      return 400;
     case ErrorCode.RequestTimeout:
       return 408;
+    case ErrorCode.ExpectationFailed:
+      return 417;
+    case ErrorCode.HeadersTooLarge:
+      return 431;
     case ErrorCode.PayloadTooLarge:
       return 413;
     case ErrorCode.ValidationFailed:

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { parse as parseQuery } from 'node:querystring';
+import type { AuthenticationFailure } from '../auth/api-keys.service';
 
 /** What the service hangs on a request as it passes the hooks and guards. */
 export interface AuthContext {
@@ -13,16 +14,18 @@ export interface AuthContext {
 
 /**
  * The request as guards, interceptors, pipes and the filter see it. Only what
- * every HTTP platform offers (and bootstrap.ts adds) is named here, so nothing
- * outside bootstrap.ts depends on which platform serves the app.
+ * every HTTP platform offers (and src/http/ adds) is named here, so nothing
+ * outside src/http/ depends on which platform serves the app.
  */
 export interface RequestContext {
-  /** set by the first request hook (bootstrap.ts), before routing and parsing */
+  /** set by the first request hook (src/http/request-hooks.ts), before routing and parsing */
   requestId: string;
   /** W3C trace id: the incoming `traceparent`'s, or a new one; set with the request id */
   traceId: string;
-  /** set by the authentication step (auth/authentication.guard.ts) */
+  /** set by the authentication guard (auth/authentication.guard.ts) for a valid key */
   auth?: AuthContext;
+  /** set by the authentication guard for a missing or bad key; the authorization guard answers it (401) */
+  authFailure?: AuthenticationFailure;
   /** the body bytes as received (decoded), for idempotency fingerprints */
   rawBody?: Buffer;
   body?: unknown;

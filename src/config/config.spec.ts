@@ -62,6 +62,8 @@ describe('a bad setting is a ConfigError naming it', () => {
     [{ HTTP_HEADERS_TIMEOUT_MS: '15s' }, /^HTTP_HEADERS_TIMEOUT_MS must be an integer/],
     [{ HTTP_REQUEST_TIMEOUT_MS: '5000' }, /^HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS \(5000\), got 15000$/],
     [{ HTTP_MAX_CONNECTIONS: '0' }, /^HTTP_MAX_CONNECTIONS must be between 1 and/],
+    [{ HTTP_MAX_CONNECTIONS_PER_ADDRESS: '0' }, /^HTTP_MAX_CONNECTIONS_PER_ADDRESS must be between 1 and/],
+    [{ RATE_LIMIT_REDIS_WAIT_MS: '0' }, /^RATE_LIMIT_REDIS_WAIT_MS must be between 1 and 5000/],
     [{ SHUTDOWN_DRAIN_DELAY_MS: '-1' }, /^SHUTDOWN_DRAIN_DELAY_MS must be an integer/],
     [{ SHUTDOWN_TIMEOUT_MS: '99' }, /^SHUTDOWN_TIMEOUT_MS must be between 100 and/],
   ])('%j', (env, pattern) => {

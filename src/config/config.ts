@@ -38,8 +38,12 @@ export interface AppConfig {
   httpRequestTimeoutMs: number;
   /** time a client has to send the request headers */
   httpHeadersTimeoutMs: number;
-  /** open connections beyond this are closed as soon as they are accepted */
+  /** open connections at most; at the cap an idle keep-alive connection is closed for a new one, or the new one is refused when none is idle */
   httpMaxConnections: number;
+  /** open connections at most from one client address (an IPv6 /64 counts as one), idle ones shed first like at the cap */
+  httpMaxConnectionsPerAddress: number;
+  /** how long a request waits for Redis's rate-limit count before it is decided from this instance's memory */
+  rateLimitRedisWaitMs: number;
   /** after SIGTERM/SIGINT: how long /readyz answers 503 while everything else is still served */
   shutdownDrainDelayMs: number;
   /** after the drain delay: how long in-flight requests may take before they are cut */
@@ -63,7 +67,15 @@ export interface RateLimitBudget {
 export class ConfigError extends Error {}
 
 /** The HTTP limits' defaults, for an app built without a loaded config (tests, bench). */
-export const DEFAULT_HTTP_LIMITS = { httpRequestTimeoutMs: 30_000, httpHeadersTimeoutMs: 15_000, httpMaxConnections: 1000 } as const;
+export const DEFAULT_HTTP_LIMITS = {
+  httpRequestTimeoutMs: 30_000,
+  httpHeadersTimeoutMs: 15_000,
+  httpMaxConnections: 1000,
+  httpMaxConnectionsPerAddress: 500,
+} as const;
+
+/** What Redis trouble may add to a request at most (docs/decisions.md, "Redis trouble"). */
+export const DEFAULT_RATE_LIMIT_REDIS_WAIT_MS = 25;
 
 type Env = Record<string, string | undefined>;
 
@@ -219,6 +231,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig>
     httpRequestTimeoutMs: intSetting(env, 'HTTP_REQUEST_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.httpRequestTimeoutMs, 1000, 3_600_000),
     httpHeadersTimeoutMs: intSetting(env, 'HTTP_HEADERS_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.httpHeadersTimeoutMs, 1000, 3_600_000),
     httpMaxConnections: intSetting(env, 'HTTP_MAX_CONNECTIONS', DEFAULT_HTTP_LIMITS.httpMaxConnections, 1, 1_000_000),
+    httpMaxConnectionsPerAddress: intSetting(env, 'HTTP_MAX_CONNECTIONS_PER_ADDRESS', DEFAULT_HTTP_LIMITS.httpMaxConnectionsPerAddress, 1, 1_000_000),
+    rateLimitRedisWaitMs: intSetting(env, 'RATE_LIMIT_REDIS_WAIT_MS', DEFAULT_RATE_LIMIT_REDIS_WAIT_MS, 1, 5000),
     shutdownDrainDelayMs: intSetting(env, 'SHUTDOWN_DRAIN_DELAY_MS', 5000, 0, 600_000),
     shutdownTimeoutMs: intSetting(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     jobsEnabled: true,

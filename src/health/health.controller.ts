@@ -24,15 +24,15 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Readiness: 200 with every check, or 503 `service_unavailable` naming the failing ones. */
+  /** Readiness: 200 with every check, or 503 `service_unavailable` naming the failing ones and why (an error code, never a message). */
   @Get('readyz')
   @Public()
   async readiness(): Promise<{ status: 'ready'; checks: Readiness['checks'] }> {
     const { ready, checks } = await this.health.readiness();
     if (ready) return { status: 'ready', checks };
-    const failing = Object.entries(checks)
-      .filter(([, result]) => result !== 'ok' && result !== 'not_configured')
-      .map(([name]) => name);
-    throw new ApiError(ErrorCode.ServiceUnavailable, `Not ready: ${failing.join(', ')}.`, { failing, checks });
+    const failed = Object.entries(checks).filter(([, result]) => result !== 'ok' && result !== 'not_configured');
+    const failing = failed.map(([name]) => name);
+    const reasons = failed.map(([name, result]) => `${name} (${result.replace(/^failed: /, '')})`);
+    throw new ApiError(ErrorCode.ServiceUnavailable, `Not ready: ${reasons.join(', ')}.`, { failing, checks });
   }
 }

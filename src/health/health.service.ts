@@ -15,16 +15,36 @@ export interface Readiness {
   checks: { draining: CheckResult; database: CheckResult; migrations: CheckResult; redis: CheckResult };
 }
 
+/** A check that did not answer in time (our own error: recognised by its class, never by its text). */
+class NoAnswer extends Error {
+  constructor(readonly ms: number) {
+    super(`no answer within ${ms} ms`);
+  }
+}
+
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new NoAnswer(ms)), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-function failure(error: unknown): string {
-  return `failed: ${(error as Error).message ?? String(error)}`;
+/**
+ * A failed check as the probe shows it: the driver's error code (a
+ * PostgreSQL SQLSTATE, a socket errno), found on the error or its causes, or
+ * the error's class. Never its message: a query error's message carries the
+ * query text and its parameters.
+ */
+export function describeFailure(error: unknown): string {
+  if (error instanceof NoAnswer) return `failed: ${error.message}`;
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && code !== '') return `failed: error code ${code}`;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return `failed: ${error instanceof Error ? error.name : typeof error} (no error code)`;
 }
 
 /**
@@ -62,7 +82,7 @@ export class HealthService {
       await withTimeout(this.connection.ping(), READINESS_CHECK_TIMEOUT_MS);
       return 'ok';
     } catch (error) {
-      return failure(error);
+      return describeFailure(error);
     }
   }
 
@@ -72,7 +92,7 @@ export class HealthService {
       // more than known: a newer build migrated the shared database, which stays compatible (migrations only add)
       return applied >= this.knownMigrations ? 'ok' : `failed: ${applied} of ${this.knownMigrations} migrations applied`;
     } catch (error) {
-      return failure(error);
+      return describeFailure(error);
     }
   }
 
@@ -82,7 +102,7 @@ export class HealthService {
       await withTimeout(this.rateLimitStorage.ping(), READINESS_CHECK_TIMEOUT_MS);
       return 'ok';
     } catch (error) {
-      return failure(error);
+      return describeFailure(error);
     }
   }
 }

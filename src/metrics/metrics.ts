@@ -31,6 +31,8 @@ const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', '
 // point reads take about a millisecond: finer buckets at the low end than prom-client's default
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const JOB_OUTCOMES: Record<JobRun['outcome'], string> = { ok: 'success', failed: 'failure', 'still-running': 'skipped' };
+// a request waits for its rate-limit count at most RATE_LIMIT_REDIS_WAIT_MS (25 ms): buckets around it
+const RATE_LIMIT_STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const JOB_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900];
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
@@ -68,6 +70,7 @@ export class Metrics {
   private readonly authFailures: Counter<'reason'>;
   private readonly idempotencyOutcomes: Counter<'outcome'>;
   private readonly rateLimitDecisions: Counter<'decision'>;
+  private readonly rateLimitStoreWaits: Histogram;
   private readonly queryErrors: Counter<'sqlstate_class'>;
   // `job_name`, not `job`: Prometheus gives every scraped series the target's `job` label
   private readonly jobRuns: Counter<'job_name' | 'outcome'>;
@@ -107,6 +110,12 @@ export class Metrics {
       help: 'Rate-limit checks, by decision.',
       labelNames: ['decision'],
       registers,
+    });
+    this.rateLimitStoreWaits = new Histogram({
+      name: 'rate_limit_store_wait_seconds',
+      help: 'How long each request waited for its rate-limit count (Redis, or memory while Redis is bypassed).',
+      registers,
+      buckets: RATE_LIMIT_STORE_BUCKETS,
     });
     this.queryErrors = new Counter({
       name: 'db_query_errors_total',
@@ -174,6 +183,11 @@ export class Metrics {
   /** One rate-limit check (the 429 of a client already known to be over its budget included). */
   rateLimitDecision(decision: RateLimitDecision): void {
     if (this.enabled) this.rateLimitDecisions.inc({ decision });
+  }
+
+  /** How long one rate-limit count took, from the request's side. */
+  rateLimitStoreWait(seconds: number): void {
+    if (this.enabled) this.rateLimitStoreWaits.observe(seconds);
   }
 
   queryError(error: unknown): void {

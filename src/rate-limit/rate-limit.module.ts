@@ -3,6 +3,7 @@ import { LOGGER, type AppLogger } from '../common/logger';
 import { Metrics } from '../metrics/metrics';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { RateLimiter } from './rate-limiter';
+import { RateLimitGuard, RateLimitHeaders } from './rate-limit.guard';
 import { MemoryRateLimitStorage, RATE_LIMIT_STORAGE, type RateLimitStorage } from './rate-limit.storage';
 import { RedisRateLimitStorage } from './redis-rate-limit.storage';
 
@@ -26,7 +27,7 @@ class RateLimitStorageLifecycle implements OnModuleInit, OnApplicationShutdown {
 
 /**
  * The rate limiter; counters in Redis when REDIS_URL is set (shared by every
- * instance), otherwise in memory. The authentication guard (auth/) calls it.
+ * instance), otherwise in memory, and its guard (rate-limit.guard.ts).
  */
 @Module({
   providers: [
@@ -34,11 +35,13 @@ class RateLimitStorageLifecycle implements OnModuleInit, OnApplicationShutdown {
       provide: RATE_LIMIT_STORAGE,
       inject: [APP_CONFIG, LOGGER],
       useFactory: (config: AppConfig, logger: AppLogger): RateLimitStorage =>
-        config.redisUrl ? new RedisRateLimitStorage(config.redisUrl, logger) : new MemoryRateLimitStorage(),
+        config.redisUrl ? new RedisRateLimitStorage(config.redisUrl, logger, config.rateLimitRedisWaitMs) : new MemoryRateLimitStorage(),
     },
     RateLimitStorageLifecycle,
     RateLimiter,
+    RateLimitHeaders,
+    RateLimitGuard,
   ],
-  exports: [RATE_LIMIT_STORAGE, RateLimiter],
+  exports: [RATE_LIMIT_STORAGE, RateLimiter, RateLimitHeaders, RateLimitGuard],
 })
 export class RateLimitModule {}

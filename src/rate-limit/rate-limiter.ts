@@ -4,6 +4,7 @@ import { ApiError, ErrorCode } from '../common/api-error';
 import { parseIpv6 } from '../common/url-policy';
 import type { AuthContext } from '../common/request-context';
 import { APP_CONFIG, type AppConfig, type RateLimitBudget } from '../config/config';
+import { Metrics } from '../metrics/metrics';
 import { RATE_LIMIT_STORAGE, type RateLimitStorage, type RateWindow, type WindowUsage } from './rate-limit.storage';
 
 export const MINUTE_WINDOW = 'minute';
@@ -71,6 +72,7 @@ export class RateLimiter {
   constructor(
     @Inject(RATE_LIMIT_STORAGE) private readonly storage: RateLimitStorage,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   /** Counts one request against the subject's budget. */
@@ -78,7 +80,10 @@ export class RateLimiter {
     const tracker = 'auth' in subject ? `key:${subject.auth.keyId}` : `ip:${clientKey(subject.clientAddress)}`;
     const budget = ('auth' in subject && this.config.rateLimitPlans[subject.auth.orgPlan]) || this.defaultBudget();
     const windows: RateWindow[] = WINDOWS.map(({ name, ttlMs }) => ({ name, ttlMs, limit: name === HOUR_WINDOW ? budget.perHour : budget.perMinute }));
+    const started = performance.now();
     const { allowed, windows: usage } = await this.storage.hit(tracker, windows);
+    // what Redis trouble may cost a request: bounded by RATE_LIMIT_REDIS_WAIT_MS
+    this.metrics.rateLimitStoreWait((performance.now() - started) / 1000);
     const shown = constrainingWindow(usage);
     if (!('auth' in subject)) this.learnClient(clientKey(subject.clientAddress), shown, allowed, now);
     return decision(shown, allowed, now);

@@ -48,7 +48,7 @@ return out
 
 const CONNECT_WAIT_MS = 2000;
 const WARN_EVERY_MS = 30_000;
-/** a command Redis has not answered by then counts as a failure */
+/** a command Redis has not answered by then counts as a failure: the breaker opens */
 export const REDIS_COMMAND_TIMEOUT_MS = 500;
 /** while bypassed, how often a background PING asks whether Redis answers again */
 export const REDIS_PROBE_EVERY_MS = 1000;
@@ -61,10 +61,17 @@ type RedisWithHit = Redis & { rateLimitHit(...args: Array<string | number>): Pro
  * (documented in docs/decisions.md): the API keeps serving, each instance
  * still enforces the budget on its own, and a warning is logged.
  *
- * A breaker keeps Redis trouble to one timeout: after a command fails or
- * times out (a frozen Redis accepts connections and never answers), hits are
- * counted in memory without asking Redis at all, while a background PING
- * every second probes it; the first answer switches back to shared counting.
+ * Redis trouble costs a request at most `waitMs` (RATE_LIMIT_REDIS_WAIT_MS,
+ * 25 ms by default; Redis on the same network answers in well under a
+ * millisecond), from the first request on:
+ *  - a request whose count Redis has not answered within `waitMs` is decided
+ *    from this instance's memory; its hit still lands in Redis when Redis
+ *    answers, so a slow moment does not lose shared counts;
+ *  - a breaker stops asking Redis at all once a command fails or goes
+ *    unanswered for REDIS_COMMAND_TIMEOUT_MS (a frozen Redis accepts
+ *    connections and never answers): hits are then counted in memory while a
+ *    background PING every second probes Redis; the first answer switches
+ *    back to shared counting.
  */
 export class RedisRateLimitStorage implements RateLimitStorage {
   private readonly redis: RedisWithHit;
@@ -77,6 +84,8 @@ export class RedisRateLimitStorage implements RateLimitStorage {
   constructor(
     url: string,
     private readonly logger: AppLogger,
+    /** how long a request waits for Redis's count before it is decided from memory */
+    private readonly waitMs: number,
     private readonly prefix = 'rl:',
   ) {
     this.fallback = new MemoryRateLimitStorage();
@@ -118,14 +127,14 @@ export class RedisRateLimitStorage implements RateLimitStorage {
     // the hash tag keeps one tracker's windows in one cluster slot
     const keys = windows.map((window) => `${this.prefix}{${tracker}}:${window.name}:${window.ttlMs}`);
     const args = windows.flatMap((window) => [window.ttlMs, window.limit]);
-    let reply: number[];
-    try {
-      reply = await this.redis.rateLimitHit(keys.length, ...keys, ...args);
-    } catch (error) {
+    const counted = this.redis.rateLimitHit(keys.length, ...keys, ...args).catch((error: unknown) => {
       this.warn(error as Error);
       this.bypass();
-      return this.fallback.hit(tracker, windows);
-    }
+      return null;
+    });
+    const reply = await within(counted, this.waitMs);
+    // failed, or not answered within the wait: this request is decided from memory
+    if (!reply) return this.fallback.hit(tracker, windows);
     return {
       allowed: reply[0] === 1,
       windows: windows.map((window, i) => ({ ...window, hits: Number(reply[1 + 2 * i]), resetsInMs: Number(reply[2 + 2 * i]) })),
@@ -175,4 +184,15 @@ export class RedisRateLimitStorage implements RateLimitStorage {
       'rate-limit store (Redis) unavailable: counting in this instance\'s memory until it is back',
     );
   }
+}
+
+/** The promise's value, or undefined once `ms` have passed without it. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(undefined), ms);
+    void promise.then((value) => {
+      clearTimeout(timer);
+      resolve(value);
+    });
+  });
 }

@@ -375,7 +375,7 @@ export interface components {
              * @description Stable machine-readable code: branch on this.
              * @enum {string}
              */
-            code: "unauthorized" | "insufficient_scope" | "org_inactive" | "not_found" | "agent_not_found" | "agent_handle_taken" | "idempotency_key_reused" | "conflict" | "validation_failed" | "request_timeout" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "unauthorized" | "insufficient_scope" | "org_inactive" | "not_found" | "agent_not_found" | "agent_handle_taken" | "idempotency_key_reused" | "conflict" | "validation_failed" | "request_timeout" | "bad_request" | "headers_too_large" | "expectation_failed" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
             /** @description Human-readable; may change between releases. */
             message: string;
             request_id: string | null;

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable, Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { ApiError, ErrorCode } from './api-error';
+import { ApiError, ErrorCode } from '../common/api-error';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 

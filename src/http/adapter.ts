@@ -1,0 +1,106 @@
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { ApiError, ErrorCode } from '../common/api-error';
+import type { AppLogger } from '../common/logger';
+import { parseQueryString } from '../common/request-context';
+import { DEFAULT_HTTP_LIMITS, type AppConfig } from '../config/config';
+import type { Metrics } from '../metrics/metrics';
+import { answerClientError, answerConnect, type ClientErrorContext } from './client-errors';
+import { ConnectionLimiter } from './connection-limits';
+import { answerInHook, endRequest, startRequest } from './request-hooks';
+import { MAX_BODY_BYTES } from './request-body';
+import { RequestTracker } from './request-tracker';
+
+export type HttpLimits = Pick<
+  AppConfig,
+  'httpRequestTimeoutMs' | 'httpHeadersTimeoutMs' | 'httpMaxConnections' | 'httpMaxConnectionsPerAddress'
+>;
+
+/**
+ * What the HTTP layer keeps per server: made with the adapter (the parser's
+ * and the connections' handlers need it before the app exists), completed
+ * by configureApp with the app's metrics.
+ */
+export interface HttpLayer {
+  logger: AppLogger;
+  tracker: RequestTracker;
+  connections: ConnectionLimiter;
+  metrics: Metrics | undefined;
+}
+
+const LAYERS = new WeakMap<FastifyInstance, HttpLayer>();
+
+/** The HTTP layer of a server made by {@link createHttpAdapter}. */
+export function httpLayerOf(fastify: FastifyInstance): HttpLayer {
+  const layer = LAYERS.get(fastify);
+  if (!layer) throw new Error('the app was not created with createHttpAdapter()');
+  return layer;
+}
+
+/**
+ * The HTTP platform: Nest's Fastify adapter (docs/decisions.md says why).
+ * The files of src/http/ are the only ones that know it; everything else
+ * works through Nest's abstractions and {@link RequestContext}.
+ */
+export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAULT_HTTP_LIMITS): FastifyAdapter {
+  // eslint-disable-next-line prefer-const -- the handlers below run once the layer exists
+  let layer: HttpLayer;
+  const clientErrors: ClientErrorContext = {
+    logger,
+    tracker: { unanswered: (socket) => layer.tracker.unanswered(socket) },
+    metrics: () => layer.metrics,
+    headersTimeoutMs: limits.httpHeadersTimeoutMs,
+  };
+  const adapter = new FastifyAdapter({
+    bodyLimit: MAX_BODY_BYTES,
+    // a client cannot hold a connection by sending slowly: after these, Node
+    // refuses it (answered by answerClientError). Node checks them every
+    // connectionsCheckingInterval (30 s by default, which would double them)
+    requestTimeout: limits.httpRequestTimeoutMs,
+    http: {
+      headersTimeout: limits.httpHeadersTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, limits.httpHeadersTimeoutMs),
+      // a request without Host reaches the request hooks, which answer it in the envelope (Node would write a bare 400)
+      requireHostHeader: false,
+    },
+    // what Node's parser refuses is answered in the envelope, logged and counted
+    clientErrorHandler: (error: Error, socket: Socket) => answerClientError(clientErrors, error, socket),
+    // while closing, a request arriving on an open keep-alive connection is
+    // still served (with Connection: close, so the connection drains), not
+    // answered with Fastify's own 503 body outside the envelope
+    return503OnClosing: false,
+    // routing as the API has always matched paths: /Agents/ is /agents
+    routerOptions: {
+      ignoreTrailingSlash: true,
+      caseSensitive: false,
+      // an over-long id is a 404 from the handler, not a 414 from the router
+      maxParamLength: 2048,
+      querystringParser: parseQueryString,
+    },
+    // the router refuses a path it cannot percent-decode before any hook:
+    // such a path names no resource (404); it still gets a request id and its log line
+    frameworkErrors: (_error: Error, request: FastifyRequest, reply: FastifyReply) => {
+      startRequest(layer, request, reply);
+      reply.raw.once('finish', () => endRequest(layer, request, reply));
+      answerInHook(request, reply, new ApiError(ErrorCode.NotFound, 'No resource has this path: it is not valid percent-encoding.'));
+    },
+  });
+  const fastify = adapter.getInstance() as FastifyInstance;
+  const server = fastify.server;
+  layer = {
+    logger,
+    tracker: new RequestTracker(server),
+    connections: new ConnectionLimiter({ max: limits.httpMaxConnections, perAddress: limits.httpMaxConnectionsPerAddress }, logger),
+    metrics: undefined,
+  };
+  LAYERS.set(fastify, layer);
+  layer.connections.install(server);
+  // an `Expect` other than 100-continue: Node would write a bare 417 itself;
+  // routed instead (Fastify's public `routing`), the request hooks answer it in the envelope
+  server.on('checkExpectation', (request, response) => fastify.routing(request, response));
+  // Node would close a CONNECT's connection without a word
+  server.on('connect', (request: IncomingMessage, socket: Socket) => answerConnect(clientErrors, request, socket));
+  return adapter;
+}

@@ -1,0 +1,31 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { RequestContext } from '../common/request-context';
+import { isJsonContentType, parseJsonBody, readBody } from './request-body';
+
+/**
+ * Every body, whatever its type and method, is read as bytes (kept for the
+ * Idempotency-Key fingerprint); JSON types are parsed, anything else reaches
+ * the validation pipe as a Buffer, which answers 422. Fastify would skip the
+ * body of a GET or HEAD: here a body over the limit or not JSON is refused
+ * on every route alike.
+ */
+export function installBodyParser(fastify: FastifyInstance): void {
+  for (const method of ['GET', 'HEAD', 'DELETE', 'OPTIONS']) fastify.addHttpMethod(method, { hasBody: true, overrideExisting: true });
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', (request: FastifyRequest, payload, done) => {
+    const parse = (bytes: Buffer) => {
+      (request as unknown as RequestContext).rawBody = bytes;
+      const contentType = request.headers['content-type'];
+      if (!isJsonContentType(contentType)) return done(null, bytes);
+      try {
+        done(null, parseJsonBody(bytes, contentType!));
+      } catch (error) {
+        done(error as Error, undefined);
+      }
+    };
+    // `Content-Length: 0` (clients that always send a Content-Type send it on
+    // GET too): the same empty body, without waiting for the stream's end
+    if (request.headers['content-length'] === '0' && request.headers['content-encoding'] === undefined) return parse(Buffer.alloc(0));
+    readBody(payload, request.headers).then(parse, (error: Error) => done(error, undefined));
+  });
+}

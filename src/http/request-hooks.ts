@@ -1,0 +1,89 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { resolveTraceId } from '../../libs/trace-context/trace-context';
+import { ApiError, ErrorCode } from '../common/api-error';
+import { renderErrorBody } from '../common/error-body';
+import { requestLineLogger } from '../common/logger';
+import { REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from '../common/request-context';
+import { requestDatabaseScope, runInScope } from '../database/request-scope';
+import { UNMATCHED_ROUTE } from '../metrics/metrics';
+import type { HttpLayer } from './adapter';
+
+/** The request id and trace id, on the request and the response; the request is tracked from here. */
+export function startRequest(layer: HttpLayer, request: FastifyRequest, reply: FastifyReply): void {
+  const ctx = request as unknown as RequestContext;
+  ctx.requestId = resolveRequestId(request.headers['x-request-id']);
+  ctx.traceId = resolveTraceId(request.headers.traceparent);
+  layer.tracker.started(request, reply);
+  void reply.header(REQUEST_ID_HEADER, ctx.requestId);
+}
+
+/**
+ * The end of every request, routed or not: its one log line, and the HTTP
+ * metrics by route template (`unmatched` when no route matched).
+ */
+export function endRequest(layer: HttpLayer, request: FastifyRequest, reply: FastifyReply): void {
+  const elapsedMs = reply.elapsedTime;
+  requestLineLogger(layer.logger).info(requestLogFields(request as unknown as RequestContext, reply.statusCode, elapsedMs), 'request');
+  layer.metrics?.observeRequest(request.method, request.routeOptions.url ?? UNMATCHED_ROUTE, reply.statusCode, elapsedMs / 1000);
+}
+
+/**
+ * An error answered by a hook, before Nest's pipeline: the same envelope the
+ * exception filter writes. `closeConnection` when what follows on the
+ * connection (an unread body) cannot be trusted to be the next request.
+ */
+export function answerInHook(request: FastifyRequest, reply: FastifyReply, error: ApiError, closeConnection = false): void {
+  if (closeConnection) void reply.header('Connection', 'close');
+  void reply
+    .code(error.status)
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(renderErrorBody(error, (request as unknown as RequestContext).requestId)));
+}
+
+/**
+ * What HTTP itself requires of a request before it is routed, in place of
+ * the bare answers Node would write: HTTP/1.1 needs a Host header (400), and
+ * an `Expect` other than `100-continue` cannot be met (417).
+ */
+function protocolRefusal(request: FastifyRequest): ApiError | null {
+  if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+    return new ApiError(ErrorCode.BadRequest, 'An HTTP/1.1 request needs a Host header.');
+  }
+  const expect = request.headers.expect;
+  if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
+    return new ApiError(ErrorCode.ExpectationFailed, 'Only "Expect: 100-continue" is supported.');
+  }
+  return null;
+}
+
+/**
+ * The hooks every request passes, routed or not, in this order:
+ * 1. `onRequest`: request id and trace id (first, so every refusal carries
+ *    them), the in-flight tracker, HTTP's own refusals (missing Host,
+ *    unmet Expect);
+ * 2. the body reader (body-parser.ts) runs between these two;
+ * 3. `preHandler`: the request's database scope (every query of the
+ *    request, the key lookup too, ends by one deadline counted from here,
+ *    once the body is read: a slow upload is the request timeout's to
+ *    bound, not the database's — docs/decisions.md, "Timeouts"); then Nest
+ *    runs guards → interceptors → pipe → handler → filter inside it;
+ * 4. `onResponse`: the one log line and the HTTP metrics.
+ */
+export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, dbStatementTimeoutMs: number): void {
+  fastify.decorateRequest('requestId', '');
+  fastify.decorateRequest('traceId', '');
+  fastify.addHook('onRequest', (request, reply, done) => {
+    startRequest(layer, request, reply);
+    const refusal = protocolRefusal(request);
+    if (refusal) return answerInHook(request, reply, refusal, true);
+    done();
+  });
+  fastify.addHook('preHandler', (request, _reply, done) => {
+    layer.tracker.handling(request);
+    runInScope(requestDatabaseScope(Date.now(), dbStatementTimeoutMs), () => done());
+  });
+  fastify.addHook('onResponse', (request, reply, done) => {
+    endRequest(layer, request, reply);
+    done();
+  });
+}

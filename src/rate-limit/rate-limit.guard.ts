@@ -1,0 +1,48 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { RouteAccess } from '../auth/route-access';
+import type { RequestContext } from '../common/request-context';
+import { Metrics } from '../metrics/metrics';
+import { RateLimiter, type RateDecision } from './rate-limiter';
+
+/** Writes a rate-limit decision on the response: the X-RateLimit-* headers, and the 429 when the budget is spent. */
+@Injectable()
+export class RateLimitHeaders {
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly metrics: Metrics,
+  ) {}
+
+  apply(response: unknown, decision: RateDecision): void {
+    this.metrics.rateLimitDecision(decision.refusal ? 'limited' : 'allowed');
+    const adapter = this.adapterHost.httpAdapter;
+    for (const [name, value] of Object.entries(decision.headers)) adapter.setHeader(response, name, value);
+    if (decision.refusal) throw decision.refusal;
+  }
+}
+
+/**
+ * The second of the three access guards (app.module.ts): counts the
+ * request against its key's budget, or its client address's when the key
+ * is missing or bad (so key guessing is throttled); X-RateLimit-* headers,
+ * 429 when spent. Public routes are not rate limited.
+ */
+@Injectable()
+export class RateLimitGuard implements CanActivate {
+  constructor(
+    private readonly access: RouteAccess,
+    private readonly limiter: RateLimiter,
+    private readonly headers: RateLimitHeaders,
+  ) {}
+
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
+    if (this.access.isOpen(context)) return true;
+    const http = context.switchToHttp();
+    const request = http.getRequest<RequestContext>();
+    const subject = request.auth ? { auth: request.auth } : { clientAddress: request.socket?.remoteAddress };
+    return this.limiter.hit(subject).then((decision) => {
+      this.headers.apply(http.getResponse<unknown>(), decision);
+      return true;
+    });
+  }
+}

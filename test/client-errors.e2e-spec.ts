@@ -1,0 +1,100 @@
+import { connect, type AddressInfo } from 'node:net';
+import { scrapeMetrics, type Exposition } from './support/prometheus';
+import { createTestApp, type TestApp } from './support/test-app';
+
+/**
+ * Every answer in the envelope: what Node's HTTP parser refuses before any
+ * request exists, and what HTTP itself requires of a request (Host, Expect),
+ * is answered like every other error — the error envelope, a request id in
+ * the body and in X-Request-ID, one log line, the HTTP metrics.
+ */
+
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: { error?: { code: string; message: string; request_id: string } };
+  raw: string;
+}
+
+describe('answers Node or Fastify would write themselves', () => {
+  let t: TestApp;
+  let port: number;
+  beforeAll(async () => {
+    t = await createTestApp({ metricsPort: 0 });
+    await t.app.listen(0, '127.0.0.1');
+    port = (t.app.getHttpServer().address() as AddressInfo).port;
+  });
+  afterAll(() => t.close());
+
+  /** Writes `bytes` on a new connection and reads until the server closes it. */
+  function send(bytes: string | Buffer): Promise<Answer> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      let raw = '';
+      socket.on('data', (chunk) => (raw += chunk));
+      socket.on('error', reject);
+      socket.on('close', () => {
+        const [head, ...rest] = raw.split('\r\n\r\n');
+        const [statusLine, ...lines] = head.split('\r\n');
+        const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+        const text = rest.join('\r\n\r\n');
+        let body = {};
+        try {
+          body = JSON.parse(text) as object;
+        } catch {
+          /* asserted below */
+        }
+        resolve({ status: Number(statusLine.split(' ')[1]), headers, body, raw });
+      });
+      socket.write(bytes);
+    });
+  }
+
+  const cases: Array<[string, number, string, string | Buffer]> = [
+    ['a bare CR in a header value', 400, 'bad_request', 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Note: a\rb\r\n\r\n'],
+    ['Content-Length beside Transfer-Encoding (smuggling)', 400, 'bad_request', 'POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
+    ['two different Content-Lengths', 400, 'bad_request', 'POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!'],
+    ['a request line that is not HTTP', 400, 'bad_request', 'HELLO\r\n\r\n'],
+    ['a 16 KiB header', 431, 'headers_too_large', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(16 * 1024)}\r\n\r\n`],
+    ['3,000 headers', 431, 'headers_too_large', `GET /healthz HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 3000 }, (_, i) => `X-H${i}: v\r\n`).join('')}\r\n`],
+    ['HTTP/1.1 without Host', 400, 'bad_request', 'GET /healthz HTTP/1.1\r\n\r\n'],
+    ['CONNECT (this server is no proxy)', 400, 'bad_request', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'],
+    ['an Expect other than 100-continue', 417, 'expectation_failed', 'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\n\r\n'],
+  ];
+
+  it.each(cases)('%s: %i %s in the envelope with a request id, logged and counted', async (_what, status, code, bytes) => {
+    const before = await scrapeMetrics(t.app);
+    const answer = await send(bytes);
+    expect({ status: answer.status, code: answer.body.error?.code }).toEqual({ status, code });
+    const requestId = answer.headers['x-request-id'];
+    expect(requestId).toMatch(/^req_[0-9a-f]{32}$/);
+    expect(answer.body.error?.request_id).toBe(requestId);
+    expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(answer.headers.connection).toBe('close');
+    const logged = t.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.request_id === requestId);
+    expect(logged).toEqual([expect.objectContaining({ msg: 'request', status })]);
+    const after = await scrapeMetrics(t.app);
+    // every series of this status, whatever its method and route
+    const counted = (exposition: Exposition) =>
+      exposition.samples.filter((s) => s.name === 'http_requests_total' && s.labels.status === String(status)).reduce((sum, s) => sum + s.value, 0);
+    expect(counted(after) - counted(before)).toBe(1);
+  });
+
+  it('a well-formed X-Request-ID is kept on an answer the request hooks give (Expect)', async () => {
+    const answer = await send('GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-ID: mine-1\r\nExpect: nope\r\n\r\n');
+    expect(answer.status).toBe(417);
+    expect(answer.headers['x-request-id']).toBe('mine-1');
+    expect(answer.body.error?.request_id).toBe('mine-1');
+  });
+
+  it('an Upgrade request (no protocol is upgraded here) is answered as a plain request', async () => {
+    const answer = await send('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, close\r\nUpgrade: websocket\r\n\r\n');
+    expect(answer.status).toBe(200);
+    expect(answer.headers['x-request-id']).toMatch(/^req_[0-9a-f]{32}$/);
+  });
+
+  it('the service keeps answering after each refusal', async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(res.status).toBe(200);
+  });
+});
