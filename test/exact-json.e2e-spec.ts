@@ -10,7 +10,8 @@ import { createTestApp, type TestApp } from './support/test-app';
 
 /**
  * JSON is taken exactly or refused, on every body that carries free-form
- * JSON and in the fixture loader:
+ * JSON (agents' pending_trigger_hint, custom tools' headers, sources' config)
+ * and in the fixture loader:
  * - a key named like a member of Object.prototype (or `__proto__`) is an
  *   unknown field where the body has a fixed shape, and is kept as sent in
  *   free-form JSON — except `__proto__`, refused by path there;
@@ -145,6 +146,26 @@ describe.each(CASES)('$name', (c) => {
     expect(res.status).toBe(422);
     expect(Object.keys(res.body.error.details.fields)).toHaveLength(1);
     expect(Object.keys(res.body.error.details.fields)[0]).toMatch(new RegExp(`^${c.field}\\.`));
+  });
+});
+
+describe('POST /sources config (typed per source type, so no key name is free there)', () => {
+  const sendSource = (text: string) => t.http.post('/api/v1/sources').set('Authorization', org.auth).set('Content-Type', 'application/json').send(text);
+  const config = (extra: string) => `{"type":"website","name":"X","config":{"url":"https://help.example.com/",${extra}}}`;
+
+  it.each(KEY_NAMES)('%s: at the top level and inside config, an unknown field', async (key) => {
+    const top = await sendSource(withField({ type: 'website', name: 'X', config: { url: 'https://help.example.com/' } }, key, '{"x":1}'));
+    expect(top.status).toBe(422);
+    expect(Object.keys(top.body.error.details.fields)).toEqual([key]);
+    const inside = await sendSource(config(`${JSON.stringify(key)}:{"x":1}`));
+    expect(inside.status).toBe(422);
+    expect(Object.keys(inside.body.error.details.fields)).toEqual([`config.${key}`]);
+  });
+
+  it.each(REFUSED_NUMBERS)('%s as config.max_pages is refused by path', async (number) => {
+    const res = await sendSource(config(`"max_pages":${number}`));
+    expect(res.status).toBe(422);
+    expect(Object.keys(res.body.error.details.fields)).toEqual(['config.max_pages']);
   });
 });
 
