@@ -11,6 +11,11 @@ import type { FieldErrors } from './api-error';
  * same on every Node version (no reviver source access needed).
  */
 
+/** The rule in words, for the API description and the fields that hold free-form JSON. */
+export const EXACT_JSON_RULES =
+  'JSON is stored exactly as sent or refused (422 naming the field): a number whose value a 64-bit float cannot hold as written ' +
+  '(`1e400`, `18446744073709551617`, `1e-400`) and `-0` are refused; in free-form objects every key is kept, except `__proto__`, which is refused.';
+
 /** Integers of at most 15 digits are always held exactly: most numbers take this path. */
 const SHORT_INTEGER = /^-?(?:0|[1-9]\d{0,14})$/;
 /** A JSON number token, anchored where the scanner stands. */
