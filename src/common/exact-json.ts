@@ -18,10 +18,31 @@ export const EXACT_JSON_RULES =
 
 /** Integers of at most 15 digits are always held exactly: most numbers take this path. */
 const SHORT_INTEGER = /^-?(?:0|[1-9]\d{0,14})$/;
+/**
+ * A plain decimal of at most 20 characters lies between 1e-19 and 1e20, far from
+ * overflow and underflow, so it is held exactly when it has at most 15
+ * significant digits (a 64-bit float keeps 15): the second fast path.
+ */
+const SHORT_DECIMAL = /^-?\d+\.\d+$/;
+function significantDigits(text: string): number {
+  let first = -1;
+  let last = -1;
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 48 || code > 57) continue; // '-' and '.'
+    if (code !== 48) {
+      if (first === -1) first = count;
+      last = count;
+    }
+    count++;
+  }
+  return first === -1 ? 0 : last - first + 1;
+}
 /** A JSON number token, anchored where the scanner stands. */
 const NUMBER_TOKEN = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 /** Strings (skipped whole, so digits inside them are text) or numbers, in a valid JSON text. */
-const STRING_OR_NUMBER = /"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*/g;
+const STRING_OR_NUMBER = /"[^"\\]*(?:\\.[^"\\]*)*"|-?\d[\d.eE+-]*/g;
 
 /** `sign digits e exponent` with no leading or trailing zero digits: equal keys, equal values. */
 function decimalKey(text: string): string {
@@ -39,6 +60,7 @@ function decimalKey(text: string): string {
 /** Why the number written as `text` cannot be kept exactly, or null when it can. */
 export function inexactNumberProblem(text: string): string | null {
   if (SHORT_INTEGER.test(text)) return text === '-0' ? NEGATIVE_ZERO : null;
+  if (text.length <= 20 && SHORT_DECIMAL.test(text) && significantDigits(text) <= 15) return /^-0\.0*$/.test(text) ? NEGATIVE_ZERO : null;
   const value = Number(text);
   if (!Number.isFinite(value)) return OUT_OF_RANGE;
   if (Object.is(value, -0)) return NEGATIVE_ZERO;
