@@ -4,7 +4,7 @@ import { ApiError, ErrorCode } from '../common/api-error';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { OptionalNonNull } from '../common/validation';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
-import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERN_LENGTH, SOURCE_CONFIG_RULES } from './sources.rules';
+import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERN_LENGTH, MAX_PATTERNS, SOURCE_CONFIG_RULES } from './sources.rules';
 
 export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
 export const CREATABLE_SOURCE_TYPES = ['website', 'webpage'] as const;
@@ -67,14 +67,14 @@ export class CreateSourceDto {
         default: false,
         description: 'when true the content is chunked and embedded and becomes searchable through the `search_knowledge` tool',
       },
-      max_pages: { type: 'integer', minimum: 1, maximum: MAX_PAGES, description: '`website` only: the most pages a crawl fetches' },
+      max_pages: { type: 'integer', format: 'int32', minimum: 1, maximum: MAX_PAGES, description: '`website` only: the most pages a crawl fetches' },
       crawl: {
         type: 'object',
         description: '`website` only: which paths a crawl follows',
         properties: {
-          include: { type: 'array', items: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH }, description: 'path patterns to follow' },
-          exclude: { type: 'array', items: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH }, description: 'path patterns to skip' },
-          max_depth: { type: 'integer', minimum: 0, maximum: MAX_CRAWL_DEPTH, description: 'links followed from `url`' },
+          include: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH }, description: 'path patterns to follow' },
+          exclude: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH }, description: 'path patterns to skip' },
+          max_depth: { type: 'integer', format: 'int32', minimum: 0, maximum: MAX_CRAWL_DEPTH, description: 'links followed from `url`' },
         },
         additionalProperties: false,
       },

@@ -14,11 +14,12 @@ UPDATE "sources" SET "config" = (
 -- every row once: a row that already follows the rule is written back unchanged
 WHERE "config" <> '{}'::jsonb;
 --> statement-breakpoint
--- then the crawl options of websites: include and exclude as arrays of non-empty strings, max_depth 0 to 100
+-- then the crawl options of websites: include and exclude as arrays of at most 50,000 strings of 1 to 2,048
+-- characters, max_depth 0 to 100
 UPDATE "sources" SET "config" = jsonb_set("config", '{crawl}', (
   SELECT coalesce(jsonb_object_agg("key", "value"), '{}'::jsonb)
   FROM jsonb_each("config"->'crawl')
-  WHERE ("key" IN ('include', 'exclude') AND jsonb_typeof("value") = 'array'
+  WHERE ("key" IN ('include', 'exclude') AND jsonb_typeof("value") = 'array' AND jsonb_array_length("value") <= 50000
          AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements("value") AS "item"
                          WHERE jsonb_typeof("item") <> 'string' OR length("item" #>> '{}') NOT BETWEEN 1 AND 2048))
     OR ("key" = 'max_depth' AND jsonb_typeof("value") = 'number'
