@@ -1,4 +1,6 @@
 import { newId } from '../libs/ids/ids';
+import { AgentsTrashService, trashWindowStart } from '../src/agents/agents-trash.service';
+import { readAgentRow } from './support/agent-rows';
 import { createOrg } from './support/factories';
 import { insertAgent, insertConversation } from './support/readside-rows';
 import { createTestApp, type TestApp } from './support/test-app';
@@ -93,6 +95,36 @@ describe('Analytics', () => {
       const res = await t.http.get(`/api/v1/analytics/agents/${agentId}`).set('Authorization', org.auth);
       expect(res.status).toBe(200);
       expect(res.body.data.totals.conversations).toBe(0);
+    });
+
+    it('an agent soft-deleted beyond the trash window is agent_not_found on every agent path, before the purge and after, as the purge decides', async () => {
+      const org = await createOrg(t.app);
+      const now = new Date();
+      // a minute either side of the window's start, so the requests below fall on the same side
+      const past = await insertAgent(t.connection.db, org.orgId, { deletedAt: new Date(trashWindowStart(now).getTime() - 60_000) });
+      const inTrash = await insertAgent(t.connection.db, org.orgId, { deletedAt: new Date(trashWindowStart(now).getTime() + 60_000) });
+      await insertConversation(t.connection.db, org.orgId, { agentId: past });
+      const paths = (id: string): Array<[string, string]> => [
+        ['get', `/api/v1/analytics/agents/${id}`],
+        ['get', `/api/v1/agents/${id}`],
+        ['patch', `/api/v1/agents/${id}`],
+        ['delete', `/api/v1/agents/${id}`],
+      ];
+      const expectNotFound = async (id: string) => {
+        for (const [method, path] of paths(id)) {
+          const res = await t.http[method as 'get'](path).set('Authorization', org.auth).send(method === 'patch' ? { name: 'x' } : undefined);
+          expect([method, path, res.status, res.body.error?.code]).toEqual([method, path, 404, 'agent_not_found']);
+        }
+      };
+      await expectNotFound(past);
+      // still in the trash: analytics answer, the agent itself is gone from the agent paths
+      expect((await t.http.get(`/api/v1/analytics/agents/${inTrash}`).set('Authorization', org.auth)).status).toBe(200);
+
+      // the purge at the same instant removes exactly the agent the rule calls past the window
+      await t.app.get(AgentsTrashService).purgeExpiredTrash(now);
+      expect(await readAgentRow(t, org.orgId, past)).toBeUndefined();
+      expect(await readAgentRow(t, org.orgId, inTrash)).toBeDefined();
+      await expectNotFound(past);
     });
 
     it('unknown, malformed and other-org agents are 404 agent_not_found', async () => {

@@ -460,7 +460,7 @@ describe('item 8 (sources): a config with a realistic exclude list', () => {
     const [row] = await t.connection.db.select().from(sources).where(eq(sources.id, res.body.data.id));
     expect(row.config).toEqual(config);
 
-    const over = await api.createSource(org, { type: 'website', name: 'Docs', config: { url: 'https://docs.example.com/', blob: 'x'.repeat(BOUNDS.sourceConfigBytes) } });
+    const over = await api.createSource(org, { type: 'website', name: 'Docs', config: { url: 'https://docs.example.com/', crawl: { exclude: Array(8).fill(exclude).flat() } } });
     expect(over.status).toBe(422);
     expect(Object.keys(over.body.error.details.fields)).toEqual(['config']);
   });

@@ -7,6 +7,15 @@ import { AgentsTrashRepository } from './agents-trash.repository';
 export const TRASH_WINDOW_DAYS = 30;
 export const TRASH_PURGE_BATCH_SIZE = 500;
 
+/**
+ * The one definition of "past the trash window": an agent soft-deleted before
+ * this instant. The purge removes exactly these; until it has run, every
+ * agent-addressed endpoint already answers `agent_not_found` for them.
+ */
+export function trashWindowStart(now: Date = new Date()): Date {
+  return new Date(now.getTime() - TRASH_WINDOW_DAYS * 24 * 60 * 60 * 1000);
+}
+
 export interface TrashPurgeResult {
   /** the cut-off: agents soft-deleted before this instant were purged */
   deleted_before: string;
@@ -41,7 +50,7 @@ export class AgentsTrashService {
   ) {}
 
   async purgeExpiredTrash(now: Date = new Date(), batchSize = TRASH_PURGE_BATCH_SIZE): Promise<TrashPurgeResult> {
-    const deletedBefore = new Date(now.getTime() - TRASH_WINDOW_DAYS * 24 * 60 * 60 * 1000);
+    const deletedBefore = trashWindowStart(now);
     const result: TrashPurgeResult = {
       deleted_before: deletedBefore.toISOString(),
       agents: 0,

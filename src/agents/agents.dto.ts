@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { EXACT_JSON_RULES } from '../common/exact-json';
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
@@ -179,7 +180,7 @@ abstract class AgentWritableFields {
     type: 'object',
     additionalProperties: true,
     nullable: true,
-    description: `Free-form object of at most ${BOUNDS.jsonBytes} bytes as JSON, nested at most ${BOUNDS.jsonDepth} levels.`,
+    description: `Free-form object of at most ${BOUNDS.jsonBytes} bytes as JSON, nested at most ${BOUNDS.jsonDepth} levels. ${EXACT_JSON_RULES}`,
   })
   @IsOptional()
   @IsObject()

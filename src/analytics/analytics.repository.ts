@@ -34,10 +34,11 @@ export class AnalyticsRepository {
 
   /**
    * Totals over [since, until] for one agent, in the same query that proves the
-   * agent exists in the organization (null when it does not). Soft-deleted
-   * agents still exist until the trash purge removes them.
+   * agent exists in the organization (null when it does not). A soft-deleted
+   * agent keeps its analytics while in the trash, and has none once it was
+   * deleted before `trashWindowStart` (whether or not the purge has run yet).
    */
-  async totals(orgId: string, agentId: string, since: Date, until: Date): Promise<AnalyticsTotalsRow | null> {
+  async totals(orgId: string, agentId: string, since: Date, until: Date, trashWindowStart: Date): Promise<AnalyticsTotalsRow | null> {
     const result = await this.db.execute(sql`
       with windowed as (
         select source, autonomous, is_simulation, message_count, credits_used, ticket_ids
@@ -58,7 +59,7 @@ export class AnalyticsRepository {
           where cardinality(windowed.ticket_ids) > 0) as distinct_tickets
       from agents a
       left join windowed w on true
-      where a.org_id = ${orgId} and a.id = ${agentId}
+      where a.org_id = ${orgId} and a.id = ${agentId} and (a.deleted_at is null or a.deleted_at >= ${trashWindowStart})
       group by a.id
     `);
     const row = (result as unknown as { rows: Raw[] }).rows[0];

@@ -5,6 +5,7 @@ import { PagedResource } from '../common/envelope';
 import { Paginator } from '../common/pagination';
 import { ANALYTICS_DEFAULT_WINDOW_DAYS, type AgentAnalyticsDto, type AgentAnalyticsQuery } from './analytics.dto';
 import { AnalyticsRepository } from './analytics.repository';
+import { trashWindowStart } from '../agents/agents-trash.service';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const utcDay = (date: Date): string => date.toISOString().slice(0, 10);
@@ -29,7 +30,8 @@ export class AnalyticsService {
       since: query.since?.toISOString(),
       until: query.until?.toISOString(),
     });
-    const totals = await this.repository.totals(orgId, agentId, since, until);
+    // an agent soft-deleted beyond the trash window is not found, as on every agent path
+    const totals = await this.repository.totals(orgId, agentId, since, until, trashWindowStart());
     if (!totals) throw new ApiError(ErrorCode.AgentNotFound, 'Agent not found.');
 
     const firstDay = page.afterId === null ? utcDay(until) : utcDay(new Date(Date.parse(`${page.afterId}T00:00:00Z`) - DAY_MS));

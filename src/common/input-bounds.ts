@@ -66,7 +66,6 @@ export const BOUNDS = {
    * thousands of paths fit); bounds what one row stores and the crawler reads
    */
   sourceConfigBytes: 262_144,
-  sourceConfigDepth: 16,
   /** conversation_number: a PostgreSQL integer (int32) */
   conversationNumber: 2_147_483_647,
 } as const;

@@ -19,7 +19,7 @@
  */
 
 import { BOUNDS } from './input-bounds';
-import { ICANN_SUFFIX_RULES } from './public-suffix-rules';
+import { getPublicSuffix } from 'tldts';
 
 export const MAX_URL_LENGTH = BOUNDS.url;
 
@@ -270,23 +270,20 @@ function internalNameProblem(host: string): string | null {
 
 // ---------- public suffixes (for placeholders in the host) ----------
 
-const SUFFIXES = { exact: new Set<string>(), wildcard: new Set<string>(), exception: new Set<string>() };
-for (const rule of ICANN_SUFFIX_RULES.split('\n')) {
-  if (rule.startsWith('!')) SUFFIXES.exception.add(rule.slice(1));
-  else if (rule.startsWith('*.')) SUFFIXES.wildcard.add(rule.slice(2));
-  else if (rule) SUFFIXES.exact.add(rule);
-}
+/**
+ * The Public Suffix List comes with `tldts`, a maintained package updated with
+ * the list (its version is pinned in the lock file): ICANN section only, so a
+ * placeholder may pick `{{shop}}.myshopify.com` — the shop is a tenant of one
+ * company's service, not a site of its own. The input is a host the URL parser
+ * has already canonicalized (lower case, ASCII), never an address.
+ */
+const PUBLIC_SUFFIX_OPTIONS = { allowPrivateDomains: false, extractHostname: false, detectIp: false, validateHostname: false } as const;
 
 /** How many rightmost labels of `labels` form the public suffix (ICANN section of the Public Suffix List). */
 export function publicSuffixLength(labels: string[]): number {
-  let longest = 1; // the default rule `*`
-  for (let count = 2; count <= labels.length; count++) {
-    const name = labels.slice(-count).join('.');
-    if (SUFFIXES.exception.has(name)) return count - 1;
-    if (SUFFIXES.exact.has(name)) longest = count;
-    if (SUFFIXES.wildcard.has(labels.slice(-(count - 1)).join('.'))) longest = count;
-  }
-  return longest;
+  const suffix = getPublicSuffix(labels.join('.'), PUBLIC_SUFFIX_OPTIONS);
+  // the list's default rule `*`: an unknown last label is a suffix by itself
+  return suffix ? suffix.split('.').length : 1;
 }
 
 // ---------- the policy ----------

@@ -164,6 +164,99 @@ export function unstorableTextPaths(value: unknown, path = '', found: FieldError
   return found;
 }
 
+// ---------- JSON taken exactly: every key name ----------
+
+export const PROTO_KEY_PROBLEM = 'must not be used as a key: JavaScript reads __proto__ as the prototype of an object, not as a field';
+
+const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+/** A DTO instance (class-transformer built it from a class), as opposed to its plain copy of free-form JSON. */
+const isDtoInstance = (value: unknown): boolean => isRecord(value) && value.constructor !== Object;
+const keyPath = (path: string, key: string) => (path === '' ? key : `${path}.${key}`);
+/** `found[path] = problems` as an own property even when the path is `__proto__` (an assignment would set the prototype). */
+const putField = (found: FieldErrors, path: string, problems: string[]) =>
+  Object.defineProperty(found, path, { value: problems, enumerable: true, writable: true, configurable: true });
+
+/**
+ * Keys that the base ValidationPipe deletes (`__proto__`, `prototype`,
+ * `constructor`) or class-transformer skips (any member of Object.prototype):
+ * without one, the DTO holds everything that was sent and there is nothing to judge.
+ */
+function isKeyTheBuilderDrops(key: string): boolean {
+  return key === 'prototype' || Object.prototype.hasOwnProperty.call(Object.prototype, key);
+}
+
+export function hasKeyTheBuilderDrops(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (node === null || typeof node !== 'object') continue;
+    for (const key of Object.keys(node)) {
+      if (!Array.isArray(node) && isKeyTheBuilderDrops(key)) return true;
+      stack.push((node as Record<string, unknown>)[key]);
+    }
+  }
+  return false;
+}
+
+/**
+ * A deep copy without the keys the builder drops, for building a DTO from:
+ * class-transformer fails outright on a `constructor` key holding an object.
+ * `keepJsonAsSent` then judges what was sent against what was built.
+ */
+export function withoutKeysTheBuilderDrops(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutKeysTheBuilderDrops);
+  if (!isRecord(value)) return value;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) if (!isKeyTheBuilderDrops(key)) copy[key] = withoutKeysTheBuilderDrops(value[key]);
+  return copy;
+}
+
+/** `__proto__` keys anywhere in free-form JSON, by path. */
+function protoKeyPaths(value: unknown, path: string, found: FieldErrors): void {
+  if (Array.isArray(value)) value.forEach((item, i) => protoKeyPaths(item, `${path}[${i}]`, found));
+  else if (isRecord(value)) {
+    for (const key of Object.keys(value)) {
+      if (key === '__proto__') putField(found, keyPath(path, key), [PROTO_KEY_PROBLEM]);
+      else protoKeyPaths(value[key], keyPath(path, key), found);
+    }
+  }
+}
+
+/** One value of a DTO field: nested DTOs are walked, free-form JSON is put back exactly as sent. */
+function keepFieldAsSent(raw: unknown, holder: Record<string, unknown> | unknown[], slot: string | number, path: string, found: FieldErrors): void {
+  const built = (holder as Record<string, unknown>)[slot];
+  if (isDtoInstance(built)) keepJsonAsSent(raw, built as object, path, found);
+  else if (Array.isArray(raw) && Array.isArray(built) && built.some(isDtoInstance)) raw.forEach((item, i) => keepFieldAsSent(item, built, i, `${path}[${i}]`, found));
+  else if (raw !== null && typeof raw === 'object') {
+    (holder as Record<string, unknown>)[slot] = raw;
+    protoKeyPaths(raw, path, found);
+  }
+}
+
+/**
+ * class-transformer builds a DTO from the parsed body, and skips every key
+ * named like a member of `Object.prototype` (`constructor`, `toString`,
+ * `hasOwnProperty`…) or `__proto__`: unchecked, such a key is neither refused
+ * as unknown nor kept. This walks what was sent beside what was built:
+ * - in a DTO, a key that did not arrive is an unknown field, refused with
+ *   the whitelist's own words (`__proto__` included);
+ * - free-form JSON (a plain object or array in a DTO field: metadata, hints,
+ *   config, headers) is put back exactly as sent, every key name kept,
+ *   except `__proto__`, refused by path, since any later copy of the object
+ *   in JavaScript would turn it into a prototype.
+ * Returns the problems by path; the validation pipe and the fixture loader
+ * refuse on any.
+ */
+export function keepJsonAsSent(raw: unknown, built: object, path = '', found: FieldErrors = {}): FieldErrors {
+  if (!isRecord(raw)) return found;
+  const instance = built as Record<string, unknown>;
+  for (const key of Object.keys(raw)) {
+    if (!Object.prototype.hasOwnProperty.call(instance, key)) putField(found, keyPath(path, key), [`property ${key} should not exist`]);
+    else keepFieldAsSent(raw[key], instance, key, keyPath(path, key), found);
+  }
+  return found;
+}
+
 const BODY_PRECHECK = Symbol('body-precheck');
 
 /**
@@ -246,6 +339,14 @@ export class ApiValidationPipe extends ValidationPipe {
       if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
     }
     if (metadata.type === 'query') return this.queryPipe.transform(value, metadata);
-    return super.transform(value, metadata);
+    // the base pipe deletes `__proto__`, `prototype` and `constructor` keys in place before building
+    // the DTO: what was sent is kept aside (only when such a key is there) to be judged after
+    const sent = metadata.type === 'body' && isDto && hasKeyTheBuilderDrops(value) ? structuredClone(value) : undefined;
+    const built = (await super.transform(value, metadata)) as unknown;
+    if (sent !== undefined && isDtoInstance(built)) {
+      const fields = keepJsonAsSent(sent, built as object);
+      if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
+    }
+    return built;
   }
 }

@@ -50,7 +50,8 @@ export class ConversationListQueryPipe implements PipeTransform<unknown, Convers
   transform(raw: unknown): ConversationListRequest {
     const query = (raw ?? {}) as Record<string, unknown>;
     const named: Record<string, unknown> = {};
-    const metadata: Record<string, string> = {};
+    // a Map, not an object: `metadata[__proto__]=1` set on `{}` would change its prototype and the filter would vanish
+    const metadata = new Map<string, string>();
     const fields: FieldErrors = {};
     for (const [param, value] of Object.entries(query)) {
       const match = METADATA_KEY.exec(param);
@@ -76,9 +77,9 @@ export class ConversationListQueryPipe implements PipeTransform<unknown, Convers
                       ? `must be at most ${BOUNDS.metadataValue} characters`
                       : null;
       if (problem) fields[param] = [problem];
-      else metadata[key] = value as string;
+      else metadata.set(key, value as string);
     }
-    if (Object.keys(metadata).length > MAX_METADATA_KEYS) fields.metadata = [`at most ${MAX_METADATA_KEYS} metadata keys`];
+    if (metadata.size > MAX_METADATA_KEYS) fields.metadata = [`at most ${MAX_METADATA_KEYS} metadata keys`];
 
     const dto = plainToInstance(ConversationListQuery, named);
     const errors = validateSync(dto, QUERY_VALIDATOR_OPTIONS);
@@ -89,9 +90,8 @@ export class ConversationListQueryPipe implements PipeTransform<unknown, Convers
     if (parentId === null) fields.parent_conversation_id = ['must be conv_<24 hex> or a bare 24-hex id'];
     if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
 
-    const sortedMetadata = Object.keys(metadata).length
-      ? Object.fromEntries(Object.keys(metadata).sort().map((key) => [key, metadata[key]]))
-      : undefined;
+    // Object.fromEntries defines own properties, `__proto__` and `constructor` included
+    const sortedMetadata = metadata.size ? Object.fromEntries([...metadata].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : undefined;
     const filters: ConversationFilters = {
       agentId: agentId ?? undefined,
       source: dto.source,

@@ -17,11 +17,13 @@ import {
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { PartialUpdateBody } from '../common/openapi';
 import { OptionalNonNull } from '../common/validation';
-import { AUTH_TYPES, HTTP_METHODS, MAX_HEADERS, MAX_PARAMETERS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, TOOL_TYPES } from './custom-tools.rules';
+import { AUTH_TYPES, HTTP_METHODS, MAX_HEADERS, MAX_PARAMETERS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, RESERVED_HEADER_RULES, TOOL_TYPES } from './custom-tools.rules';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
 
 
 const SECRET_MAX = BOUNDS.headerValue;
+/** Every credential ends up in an outbound header. */
+const SECRET_RULE = 'No control characters (CR, LF, NUL and the others except tab): they would end or split the header.';
 const URL_DESCRIPTION =
   'absolute http(s) URL. `{{param}}` placeholders (blanks inside the braces allowed; undeclared ones kept as written) may stand in the path, query and fragment, ' +
   'and for host labels left of the registrable domain, which is written out (`https://{{subdomain}}.zendesk.com/...`); never for the scheme, the port, the whole host or part of an IP address. ' +
@@ -97,7 +99,7 @@ export class CustomToolParamInput {
   in?: string;
   @ApiPropertyOptional({
     maxLength: BOUNDS.headerName,
-    description: 'actual HTTP header name (an HTTP token), used when `in` = `header`; defaults to the parameter\'s `name`, which is returned',
+    description: `actual HTTP header name (an HTTP token), used when \`in\` = \`header\`; defaults to the parameter's \`name\`, which is returned and then follows the same rule. ${RESERVED_HEADER_RULES}`,
   })
   @OptionalNonNull()
   @IsString()
@@ -106,27 +108,32 @@ export class CustomToolParamInput {
 }
 
 export class CustomToolCredentialsInput {
-  @ApiPropertyOptional({ description: 'used when `type` = `bearer`; dropped (never stored) otherwise', writeOnly: true, maxLength: SECRET_MAX })
+  @ApiPropertyOptional({ description: `used when \`type\` = \`bearer\`; dropped (never stored) otherwise. ${SECRET_RULE}`, writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
   token?: string;
-  @ApiPropertyOptional({ description: 'used when `type` = `api_key`; dropped (never stored) otherwise', writeOnly: true, maxLength: SECRET_MAX })
+  @ApiPropertyOptional({ description: `used when \`type\` = \`api_key\`; dropped (never stored) otherwise. ${SECRET_RULE}`, writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
   apiKey?: string;
-  @ApiPropertyOptional({ description: 'header that carries the api key (an HTTP token); default `X-API-Key`; used when `type` = `api_key`', maxLength: BOUNDS.headerName })
+  @ApiPropertyOptional({ description: `header that carries the api key (an HTTP token); default \`X-API-Key\`; used when \`type\` = \`api_key\`. ${RESERVED_HEADER_RULES}`,
+    maxLength: BOUNDS.headerName, })
   @OptionalNonNull()
   @IsString()
   @MaxLength(BOUNDS.headerName)
   header_name?: string;
-  @ApiPropertyOptional({ description: 'used when `type` = `basic`; dropped (never stored) otherwise', writeOnly: true, maxLength: SECRET_MAX })
+  @ApiPropertyOptional({
+    description: `used when \`type\` = \`basic\`; dropped (never stored) otherwise. ${SECRET_RULE} No colon: basic authentication joins user and password with one.`,
+    writeOnly: true,
+    maxLength: SECRET_MAX,
+  })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
   username?: string;
-  @ApiPropertyOptional({ description: 'used when `type` = `basic`; dropped (never stored) otherwise', writeOnly: true, maxLength: SECRET_MAX })
+  @ApiPropertyOptional({ description: `used when \`type\` = \`basic\`; dropped (never stored) otherwise. ${SECRET_RULE}`, writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
   @MaxLength(SECRET_MAX)
@@ -170,9 +177,9 @@ class CustomToolFields {
     maxProperties: MAX_HEADERS,
     additionalProperties: { type: 'string', maxLength: BOUNDS.headerValue },
     description:
-      `at most ${MAX_HEADERS} headers; names are HTTP header names of at most ${BOUNDS.headerName} characters, values single-line strings of at most ${BOUNDS.headerValue}. ` +
-      'Plain headers are stored unencrypted and returned in responses, so `Authorization`, `Proxy-Authorization` and `Cookie` are refused (send credentials through `auth`); ' +
-      '`Host`, `Content-Length` and `Transfer-Encoding` are set by the HTTP client.',
+      `at most ${MAX_HEADERS} headers; names are HTTP header names of at most ${BOUNDS.headerName} characters, values strings of at most ${BOUNDS.headerValue} without control characters ` +
+      '(CR, LF, NUL and the others except tab: they would end or split the header). Plain headers are stored unencrypted and returned in responses. ' +
+      RESERVED_HEADER_RULES,
   })
   @OptionalNonNull()
   @IsObject()

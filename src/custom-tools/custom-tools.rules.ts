@@ -29,16 +29,56 @@ const HEADER_NAME = new RegExp(`^[!#$%&'*+.^_\`|~0-9A-Za-z-]{1,${BOUNDS.headerNa
 /** Parameter names double as placeholder names: the same charset and length (url-policy's placeholder pattern). */
 export const PARAM_NAME = new RegExp(`^[${PLACEHOLDER_NAME_CHARS}]{1,${BOUNDS.toolParameterName}}$`);
 /**
- * Plain `headers` are stored unencrypted and returned in every response, so
- * they may not carry credentials; the others are set by the HTTP client itself.
+ * Outbound headers the platform writes itself, refused in every field that
+ * names an outbound header (`headers` keys, `parameters[].headerName`,
+ * `auth.credentials.header_name`) with the same reason, so no field reaches
+ * what another refuses. Each group protects something:
+ * - credentials go through `auth`, encrypted and never returned: a plain
+ *   header is stored and returned in clear, and a header parameter would let
+ *   whoever calls the tool choose them;
+ * - framing (`Host`, `Content-Length`, `Transfer-Encoding`, `TE`, `Trailer`,
+ *   `Expect`) is the HTTP client's: a second value desynchronizes the target
+ *   and any proxy between (request smuggling) or redirects the request;
+ * - hop-by-hop connection headers (RFC 9110 section 7.6.1: `Connection`,
+ *   `Keep-Alive`, `Proxy-Connection`, `Upgrade`) govern the platform's own
+ *   connection, and `Connection: <name>` strips any other header on the way;
+ * - forwarding headers (`Forwarded`, `X-Forwarded-*`, `X-Real-IP`) are a
+ *   proxy's word on who the client is, which targets trust for allow-lists.
  */
-const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie']);
-const TRANSPORT_HEADERS = new Set(['host', 'content-length', 'transfer-encoding']);
-const CREDENTIAL_HEADER_PROBLEM =
-  'must not be a plain header: plain headers are stored unencrypted and returned in responses; send credentials through auth, which is encrypted and never returned';
+const RESERVED_HEADERS = new Map<string, string>([
+  ...['authorization', 'proxy-authorization', 'cookie'].map((name) => [name, 'carries credentials: send them through auth, which is encrypted and never returned (plain headers are stored unencrypted and returned in responses)'] as const),
+  ...['host', 'content-length', 'transfer-encoding', 'te', 'trailer', 'expect'].map((name) => [name, 'frames the request and is set by the HTTP client'] as const),
+  ...['connection', 'keep-alive', 'proxy-connection', 'upgrade'].map((name) => [name, 'governs the connection and is set by the HTTP client'] as const),
+  ...['forwarded', 'x-real-ip'].map((name) => [name, "is a proxy's statement about the client and is never set by a tool"] as const),
+]);
+const FORWARDING_PREFIX = 'x-forwarded-';
+
+/** The reserved names, for the OpenAPI description of every field that names an outbound header. */
+export const RESERVED_HEADER_RULES =
+  'Refused as names (any case): `Authorization`, `Proxy-Authorization`, `Cookie` (credentials go through `auth`, encrypted and never returned); ' +
+  '`Host`, `Content-Length`, `Transfer-Encoding`, `TE`, `Trailer`, `Expect` (framing, set by the HTTP client); ' +
+  '`Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade` (hop-by-hop); `Forwarded`, `X-Forwarded-*`, `X-Real-IP` (a proxy\'s statement about the client).';
 
 export function isHeaderName(value: string): boolean {
   return HEADER_NAME.test(value);
+}
+
+/** The one rule for a name an outbound header will carry: an HTTP token, not one the platform writes itself. */
+export function outboundHeaderNameProblem(name: string): string | null {
+  if (!isHeaderName(name)) return 'must be a valid HTTP header name';
+  const lower = name.toLowerCase();
+  const reserved = RESERVED_HEADERS.get(lower) ?? (lower.startsWith(FORWARDING_PREFIX) ? RESERVED_HEADERS.get('forwarded')! : undefined);
+  return reserved === undefined ? null : `must not name the ${name} header: it ${reserved}`;
+}
+
+/** Control characters other than tab: CR and LF end a header (a second one is injected after them), NUL and the others are refused by servers or cut the value. */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+const HEADER_VALUE_CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+export const HEADER_VALUE_PROBLEM = 'must not contain control characters (CR, LF, NUL and the others except tab): they would end or split the header';
+
+/** The one rule for a value an outbound header will carry (plain header values and credentials alike). */
+export function outboundHeaderValueProblem(value: string): string | null {
+  return HEADER_VALUE_CONTROL.test(value) ? HEADER_VALUE_PROBLEM : null;
 }
 
 /** `custom_` + lower snake_case of the label (ASCII, accents folded); `custom_tool` when nothing is left. */
@@ -159,7 +199,9 @@ export function definitionProblems(def: ToolDefinition): FieldErrors {
       add(fields, `${at}.name`, 'duplicates an earlier parameter name');
     }
     declared.add(param.name);
-    if (param.headerName !== undefined && !isHeaderName(param.headerName)) add(fields, `${at}.headerName`, 'must be a valid HTTP header name');
+    const headerNameProblem = param.headerName === undefined ? null : outboundHeaderNameProblem(param.headerName);
+    // a header parameter without headerName sends its name: the field to fix is still headerName or name
+    if (headerNameProblem) add(fields, param.headerName === param.name && param.in === 'header' ? `${at}.name` : `${at}.headerName`, headerNameProblem);
   });
 
   const urlProblem = outboundUrlProblem(def.url, { allowPlaceholders: true });
@@ -177,13 +219,12 @@ export function definitionProblems(def: ToolDefinition): FieldErrors {
   if (headerNames.length > MAX_HEADERS) add(fields, 'headers', `must have at most ${MAX_HEADERS} entries`);
   for (const name of headerNames) {
     const value = def.headers[name];
-    if (!isHeaderName(name)) add(fields, 'headers', 'keys must be valid HTTP header names');
-    else if (CREDENTIAL_HEADERS.has(name.toLowerCase())) add(fields, `headers.${name}`, CREDENTIAL_HEADER_PROBLEM);
-    else if (TRANSPORT_HEADERS.has(name.toLowerCase())) add(fields, `headers.${name}`, 'is set by the HTTP client when the tool is called');
-    if (typeof value !== 'string') add(fields, isHeaderName(name) ? `headers.${name}` : 'headers', 'values must be strings');
-    else if (/[\r\n\0]/.test(value) || value.length > BOUNDS.headerValue) {
-      add(fields, isHeaderName(name) ? `headers.${name}` : 'headers', `values must be single-line and at most ${BOUNDS.headerValue} characters`);
-    }
+    const nameProblem = outboundHeaderNameProblem(name);
+    const at = isHeaderName(name) ? `headers.${name}` : 'headers';
+    if (nameProblem) add(fields, at, isHeaderName(name) ? nameProblem : 'keys must be valid HTTP header names');
+    if (typeof value !== 'string') add(fields, at, 'values must be strings');
+    else if (value.length > BOUNDS.headerValue) add(fields, at, `values must be at most ${BOUNDS.headerValue} characters`);
+    else if (outboundHeaderValueProblem(value)) add(fields, at, HEADER_VALUE_PROBLEM);
   }
   return fields;
 }
@@ -235,16 +276,24 @@ export function resolveAuth(input: AuthInput | undefined, current: CurrentAuth |
   const credentials = input.credentials;
   if (credentials === undefined && current?.type === type) return { kind: 'unchanged' };
 
+  const invalid: FieldErrors = {};
   let headerName: string | null = null;
   if (type === 'api_key') {
     headerName = credentials?.header_name ?? DEFAULT_API_KEY_HEADER;
-    if (!isHeaderName(headerName)) return { kind: 'invalid', fields: { [`${credentialsPath}.header_name`]: ['must be a valid HTTP header name'] } };
+    const problem = outboundHeaderNameProblem(headerName);
+    if (problem) invalid[`${credentialsPath}.header_name`] = [problem];
   }
   const stored: StoredCredentials = {};
   for (const key of SECRET_KEYS[type]) {
     const value = credentials?.[key];
-    if (value !== undefined) stored[key] = value;
+    if (value === undefined) continue;
+    // every secret ends up in a header (basic ones base64-encoded, where RFC 7617 still forbids controls)
+    const problem = outboundHeaderValueProblem(value);
+    if (problem) invalid[`${credentialsPath}.${key}`] = [problem];
+    else if (key === 'username' && value.includes(':')) invalid[`${credentialsPath}.${key}`] = ['must not contain a colon: basic authentication joins user and password with one (RFC 7617)'];
+    stored[key] = value;
   }
+  if (Object.keys(invalid).length > 0) return { kind: 'invalid', fields: invalid };
   return { kind: 'set', type, headerName, credentials: Object.keys(stored).length > 0 ? stored : null };
 }
 

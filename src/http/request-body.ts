@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable, Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { ApiError, ErrorCode } from '../common/api-error';
+import { inexactNumberPaths } from '../common/exact-json';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -84,7 +85,8 @@ export function isJsonContentType(contentType: string | undefined): boolean {
 
 /**
  * A JSON body: an object or array at the top level, UTF-8 (the only charset
- * JSON allows, RFC 8259), empty meaning `{}`. Anything else is 422.
+ * JSON allows, RFC 8259), empty meaning `{}`, every number one that can be
+ * kept exactly (exact-json.ts). Anything else is 422.
  */
 export function parseJsonBody(bytes: Buffer, contentType: string): unknown {
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType)?.[1].toLowerCase();
@@ -92,14 +94,19 @@ export function parseJsonBody(bytes: Buffer, contentType: string): unknown {
   const text = decodeUtf8KeepingInvalidBytes(bytes);
   if (text.length === 0) return {};
   const first = /\S/.exec(text)?.[0];
+  let parsed: unknown;
   if (first === '{' || first === '[') {
     try {
-      return JSON.parse(text) as unknown;
+      parsed = JSON.parse(text) as unknown;
     } catch {
       // falls through to the 422 below
     }
   }
-  throw ApiError.validation({ body: ['is not valid JSON'] }, 'The request body is not valid JSON.');
+  if (parsed === undefined) throw ApiError.validation({ body: ['is not valid JSON'] }, 'The request body is not valid JSON.');
+  // a number JavaScript would round, overflow or sign-flip is refused by name, never stored changed
+  const inexact = inexactNumberPaths(text);
+  if (Object.keys(inexact).length > 0) throw ApiError.validation(inexact, 'The request body holds a number that cannot be stored exactly.');
+  return parsed;
 }
 
 /** Length of the well-formed UTF-8 sequence at `i` (RFC 3629 §4), or 0 when the byte there starts none. */

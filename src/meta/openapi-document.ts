@@ -1,4 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
+import { EXACT_JSON_RULES } from '../common/exact-json';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { BEARER_SCHEME } from '../auth/auth.decorators';
 import { API_PREFIX } from '../common/api-paths';
@@ -59,6 +60,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         'the ones it lists are validated (422 `validation_failed`). Unknown fields in a request body are refused (422). ' +
         `Request bodies are JSON in UTF-8 (\`Content-Encoding\` gzip, deflate or br accepted), an object or array at the top, at most 1 MiB once decompressed (413) ` +
         `and nested at most ${MAX_BODY_DEPTH} levels; text holding U+0000, invalid UTF-8 or an unpaired surrogate is refused (422). ` +
+        `${EXACT_JSON_RULES} ` +
         'Rate limits count per API key; requests whose key is missing or not valid count against a budget per client IP address (per /64 for IPv6), ' +
         'and once that is spent, such requests are answered 429 before their key is looked up.',
     )

@@ -4,6 +4,7 @@ import { ApiError, ErrorCode } from '../common/api-error';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { BodyPrecheck, OptionalNonNull } from '../common/validation';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
+import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERN_LENGTH, MAX_PATTERNS, SOURCE_CONFIG_RULES } from './sources.rules';
 
 export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
 export const CREATABLE_SOURCE_TYPES = ['website', 'webpage'] as const;
@@ -58,21 +59,27 @@ export class CreateSourceDto {
   @ApiPropertyOptional({
     type: 'object',
     properties: {
-      url: {
-        type: 'string',
-        maxLength: BOUNDS.url,
-        description:
-          `absolute http(s) URL; required for website and webpage. ${OUTBOUND_URL_RULES}`,
-      },
+      url: { type: 'string', maxLength: BOUNDS.url, description: `absolute http(s) URL; required for website and webpage. ${OUTBOUND_URL_RULES}` },
       indexed: {
         type: 'boolean',
         default: false,
         description: 'when true the content is chunked and embedded and becomes searchable through the `search_knowledge` tool',
       },
+      max_pages: { type: 'integer', format: 'int32', minimum: 1, maximum: MAX_PAGES, description: '`website` only: the most pages a crawl fetches' },
+      crawl: {
+        type: 'object',
+        description: '`website` only: which paths a crawl follows',
+        properties: {
+          include: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH }, description: 'path patterns to follow' },
+          exclude: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH }, description: 'path patterns to skip' },
+          max_depth: { type: 'integer', format: 'int32', minimum: 0, maximum: MAX_CRAWL_DEPTH, description: 'links followed from `url`' },
+        },
+        additionalProperties: false,
+      },
     },
     required: ['url'],
-    additionalProperties: true,
-    description: `type-specific; additional keys allowed. At most ${BOUNDS.sourceConfigBytes} bytes as JSON (256 KiB), nested at most ${BOUNDS.sourceConfigDepth} levels: room for include/exclude lists of thousands of paths.`,
+    additionalProperties: false,
+    description: `type-specific: the additional keys are the ones each type documents. ${SOURCE_CONFIG_RULES}`,
   })
   @OptionalNonNull()
   @IsObject()

@@ -18,7 +18,7 @@ import type { Transaction } from '../database/database.types';
 import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { SOURCE_TYPES, SYNC_STATUSES } from './sources.dto';
 import { SourcesRepository, UPLOAD_SOURCE_NAME, type NewDocumentRow, type NewSourceRow } from './sources.repository';
-import { sourceConfigProblems, sourceConfigRow } from './sources.service';
+import { sourceConfigProblems, sourceConfigRow } from './sources.rules';
 import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
@@ -82,7 +82,7 @@ export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource
       }
       if (item.config !== undefined) {
         // the API's rules, except that `url` may be absent (the Source shape the API shows has no config)
-        const problems = sourceConfigProblems(item.config, `${at}.config`, { requireUrl: false });
+        const problems = sourceConfigProblems(item.type, item.config, `${at}.config`, { requireUrl: false });
         const [field] = Object.keys(problems);
         if (field !== undefined) throw new FixtureError(field, problems[field][0]);
       }
@@ -106,7 +106,7 @@ export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource
           // as the sync pipeline reports it; without a value, the documents given (or none)
           documentCount: item.document_count !== undefined ? item.document_count : item.documents ? docs.length : item.type === 'upload' ? 0 : null,
           isActive: item.is_active ?? true,
-          config: item.type === 'website' || item.type === 'webpage' ? sourceConfigRow(item.config) : (item.config ?? {}),
+          config: sourceConfigRow(item.type, item.config),
           ...(createdAt ? { createdAt } : {}),
           ...(updatedAt ? { updatedAt } : {}),
         },

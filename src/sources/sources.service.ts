@@ -2,50 +2,14 @@ import { Inject, Injectable } from '@nestjs/common';
 import { newId, parseId } from '../../libs/ids/ids';
 import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
 import type { Page } from '../common/envelope';
-import { BOUNDS } from '../common/input-bounds';
-import { nestingDepth } from '../common/validation';
 import { Paginator, type PaginationQuery } from '../common/pagination';
-import { outboundUrlProblem } from '../common/url-policy';
 import { OrgsRepository } from '../orgs/orgs.repository';
 import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
 import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import { connectorSourceRefused, uploadSourceConflict, type CreateSourceDto, type SourceDto } from './sources.dto';
 import { mapSource } from './sources.mapper';
 import { SourcesRepository } from './sources.repository';
-
-export const MAX_CONFIG_BYTES = BOUNDS.sourceConfigBytes;
-export const MAX_CONFIG_DEPTH = BOUNDS.sourceConfigDepth;
-
-
-/**
- * `config` of a website or webpage source: `url` required under the shared
- * outbound URL policy, `indexed` a boolean (default false), other keys kept
- * but bounded in size and depth (`BOUNDS.sourceConfig*`). The API and the
- * fixture loader both judge with this function. `path` prefixes field names
- * (fixtures).
- */
-export function sourceConfigProblems(config: Record<string, unknown> | undefined, path = 'config', options: { requireUrl?: boolean } = {}): FieldErrors {
-  const fields: FieldErrors = {};
-  const requireUrl = options.requireUrl ?? true;
-  if (config === undefined) return requireUrl ? { [`${path}.url`]: ['is required for website and webpage sources'] } : {};
-  if (Buffer.byteLength(JSON.stringify(config)) > MAX_CONFIG_BYTES) fields[path] = [`must be at most ${MAX_CONFIG_BYTES} bytes as JSON`];
-  else if (nestingDepth(config, MAX_CONFIG_DEPTH) > MAX_CONFIG_DEPTH) fields[path] = [`must be nested at most ${MAX_CONFIG_DEPTH} levels deep`];
-  // requireUrl false: the fixture's Source shape, a stored source whose URL is not shipped with it
-  if (config.url === undefined || config.url === null) {
-    if (requireUrl || config.url === null) fields[`${path}.url`] = ['is required for website and webpage sources'];
-  } else if (typeof config.url !== 'string') fields[`${path}.url`] = ['must be a string'];
-  else {
-    const problem = outboundUrlProblem(config.url);
-    if (problem) fields[`${path}.url`] = [problem];
-  }
-  if (config.indexed !== undefined && typeof config.indexed !== 'boolean') fields[`${path}.indexed`] = ['must be a boolean'];
-  return fields;
-}
-
-/** The stored `config` of a website or webpage source: `indexed` defaults to false, other keys kept. */
-export function sourceConfigRow(config: Record<string, unknown> | undefined): Record<string, unknown> {
-  return { ...config, indexed: config?.indexed ?? false };
-}
+import { sourceConfigProblems, sourceConfigRow } from './sources.rules';
 
 @Injectable()
 export class SourcesService {
@@ -77,7 +41,7 @@ export class SourcesService {
 
     const fields: FieldErrors = {};
     if (input.name === undefined) fields.name = ['is required'];
-    Object.assign(fields, sourceConfigProblems(input.config));
+    Object.assign(fields, sourceConfigProblems(input.type, input.config));
     if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
 
     const row = await this.db.transaction(async (tx) => {
@@ -90,7 +54,7 @@ export class SourcesService {
           name: input.name!,
           syncStatus: 'fetching',
           documentCount: null,
-          config: sourceConfigRow(input.config),
+          config: sourceConfigRow(input.type, input.config),
         },
         tx,
       );

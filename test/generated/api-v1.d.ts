@@ -527,7 +527,7 @@ export interface components {
             /** @description Agent ids of this organization; an agent may not reference itself. */
             sub_agents?: string[];
             data_sources?: components["schemas"]["DataSourceRefDto"][];
-            /** @description Free-form object of at most 8192 bytes as JSON, nested at most 5 levels. */
+            /** @description Free-form object of at most 8192 bytes as JSON, nested at most 5 levels. JSON is stored exactly as sent or refused (422 naming the field): a number whose value a 64-bit float cannot hold as written (`1e400`, `18446744073709551617`, `1e-400`) and `-0` are refused; in free-form objects every key is kept, except `__proto__`, which is refused. */
             pending_trigger_hint?: {
                 [key: string]: unknown;
             } | null;
@@ -551,7 +551,7 @@ export interface components {
             /** @description Agent ids of this organization; an agent may not reference itself. */
             sub_agents?: string[];
             data_sources?: components["schemas"]["DataSourceRefDto"][];
-            /** @description Free-form object of at most 8192 bytes as JSON, nested at most 5 levels. */
+            /** @description Free-form object of at most 8192 bytes as JSON, nested at most 5 levels. JSON is stored exactly as sent or refused (422 naming the field): a number whose value a 64-bit float cannot hold as written (`1e400`, `18446744073709551617`, `1e-400`) and `-0` are refused; in free-form objects every key is kept, except `__proto__`, which is refused. */
             pending_trigger_hint?: {
                 [key: string]: unknown;
             } | null;
@@ -651,19 +651,19 @@ export interface components {
              * @enum {string}
              */
             in?: "query" | "header" | "body";
-            /** @description actual HTTP header name (an HTTP token), used when `in` = `header`; defaults to the parameter's `name`, which is returned */
+            /** @description actual HTTP header name (an HTTP token), used when `in` = `header`; defaults to the parameter's `name`, which is returned and then follows the same rule. Refused as names (any case): `Authorization`, `Proxy-Authorization`, `Cookie` (credentials go through `auth`, encrypted and never returned); `Host`, `Content-Length`, `Transfer-Encoding`, `TE`, `Trailer`, `Expect` (framing, set by the HTTP client); `Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade` (hop-by-hop); `Forwarded`, `X-Forwarded-*`, `X-Real-IP` (a proxy's statement about the client). */
             headerName?: string;
         };
         CustomToolCredentialsInput: {
-            /** @description used when `type` = `bearer`; dropped (never stored) otherwise */
+            /** @description used when `type` = `bearer`; dropped (never stored) otherwise. No control characters (CR, LF, NUL and the others except tab): they would end or split the header. */
             token?: string;
-            /** @description used when `type` = `api_key`; dropped (never stored) otherwise */
+            /** @description used when `type` = `api_key`; dropped (never stored) otherwise. No control characters (CR, LF, NUL and the others except tab): they would end or split the header. */
             apiKey?: string;
-            /** @description header that carries the api key (an HTTP token); default `X-API-Key`; used when `type` = `api_key` */
+            /** @description header that carries the api key (an HTTP token); default `X-API-Key`; used when `type` = `api_key`. Refused as names (any case): `Authorization`, `Proxy-Authorization`, `Cookie` (credentials go through `auth`, encrypted and never returned); `Host`, `Content-Length`, `Transfer-Encoding`, `TE`, `Trailer`, `Expect` (framing, set by the HTTP client); `Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade` (hop-by-hop); `Forwarded`, `X-Forwarded-*`, `X-Real-IP` (a proxy's statement about the client). */
             header_name?: string;
-            /** @description used when `type` = `basic`; dropped (never stored) otherwise */
+            /** @description used when `type` = `basic`; dropped (never stored) otherwise. No control characters (CR, LF, NUL and the others except tab): they would end or split the header. No colon: basic authentication joins user and password with one. */
             username?: string;
-            /** @description used when `type` = `basic`; dropped (never stored) otherwise */
+            /** @description used when `type` = `basic`; dropped (never stored) otherwise. No control characters (CR, LF, NUL and the others except tab): they would end or split the header. */
             password?: string;
         };
         CustomToolAuthInput: {
@@ -683,7 +683,7 @@ export interface components {
              * @enum {string}
              */
             type?: "read" | "write";
-            /** @description at most 50 headers; names are HTTP header names of at most 128 characters, values single-line strings of at most 4096. Plain headers are stored unencrypted and returned in responses, so `Authorization`, `Proxy-Authorization` and `Cookie` are refused (send credentials through `auth`); `Host`, `Content-Length` and `Transfer-Encoding` are set by the HTTP client. */
+            /** @description at most 50 headers; names are HTTP header names of at most 128 characters, values strings of at most 4096 without control characters (CR, LF, NUL and the others except tab: they would end or split the header). Plain headers are stored unencrypted and returned in responses. Refused as names (any case): `Authorization`, `Proxy-Authorization`, `Cookie` (credentials go through `auth`, encrypted and never returned); `Host`, `Content-Length`, `Transfer-Encoding`, `TE`, `Trailer`, `Expect` (framing, set by the HTTP client); `Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade` (hop-by-hop); `Forwarded`, `X-Forwarded-*`, `X-Real-IP` (a proxy's statement about the client). */
             headers?: {
                 [key: string]: string;
             };
@@ -707,7 +707,7 @@ export interface components {
         UpdateCustomToolDto: {
             /** @enum {string} */
             type?: "read" | "write";
-            /** @description at most 50 headers; names are HTTP header names of at most 128 characters, values single-line strings of at most 4096. Plain headers are stored unencrypted and returned in responses, so `Authorization`, `Proxy-Authorization` and `Cookie` are refused (send credentials through `auth`); `Host`, `Content-Length` and `Transfer-Encoding` are set by the HTTP client. */
+            /** @description at most 50 headers; names are HTTP header names of at most 128 characters, values strings of at most 4096 without control characters (CR, LF, NUL and the others except tab: they would end or split the header). Plain headers are stored unencrypted and returned in responses. Refused as names (any case): `Authorization`, `Proxy-Authorization`, `Cookie` (credentials go through `auth`, encrypted and never returned); `Host`, `Content-Length`, `Transfer-Encoding`, `TE`, `Trailer`, `Expect` (framing, set by the HTTP client); `Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade` (hop-by-hop); `Forwarded`, `X-Forwarded-*`, `X-Real-IP` (a proxy's statement about the client). */
             headers?: {
                 [key: string]: string;
             };
@@ -758,14 +758,29 @@ export interface components {
             type: "website" | "webpage";
             /** @description display name */
             name: string;
-            /** @description type-specific; additional keys allowed. At most 262144 bytes as JSON (256 KiB), nested at most 16 levels: room for include/exclude lists of thousands of paths. */
+            /** @description type-specific: the additional keys are the ones each type documents. Only the keys of the source type are accepted; any other is an unknown field (422). `website`: `url` (required), `indexed`, `max_pages` (integer 1 to 1,000,000), `crawl` (an object of `include` and `exclude`, arrays of at most 50000 path patterns of at most 2048 characters, and `max_depth`, integer 0 to 100). `webpage`: `url` (required), `indexed`. No key takes credentials, headers or a proxy: `config` is not a place for secrets. At most 262144 bytes as JSON (256 KiB): room for include/exclude lists of thousands of paths. */
             config?: {
                 /** @description absolute http(s) URL; required for website and webpage. No user info (`user:pw@`), whitespace, control characters or backslashes. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6), a multicast address, an IPv6 address outside global unicast `2000::/3` (site-local `fec0::/10` included), nor a name internal by convention: single-label names, `metadata.goog` and names ending in `.localhost`, `.local`, `.internal`, `.svc`, `.arpa`, `.localdomain`, `.lan`, `.home`, `.corp`, `.test`, `.invalid`, `.onion`, `.alt`. */
                 url?: string;
                 /** @description when true the content is chunked and embedded and becomes searchable through the `search_knowledge` tool Default: `false`. */
                 indexed?: boolean;
-            } & {
-                [key: string]: unknown;
+                /**
+                 * Format: int32
+                 * @description `website` only: the most pages a crawl fetches
+                 */
+                max_pages?: number;
+                /** @description `website` only: which paths a crawl follows */
+                crawl?: {
+                    /** @description path patterns to follow */
+                    include?: string[];
+                    /** @description path patterns to skip */
+                    exclude?: string[];
+                    /**
+                     * Format: int32
+                     * @description links followed from `url`
+                     */
+                    max_depth?: number;
+                };
             };
         };
         ConnectorSummaryDto: {
