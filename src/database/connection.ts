@@ -84,6 +84,11 @@ export class DatabaseConnection {
     return this.ambientTransaction(() => fn());
   }
 
+  /** Runs `fn` in a transaction every query meanwhile joins; inside another one, a savepoint of it. */
+  transaction<T>(fn: () => Promise<T>): Promise<T> {
+    return this.db.transaction(() => fn());
+  }
+
   private ambientTransaction<T>(fn: (tx: Transaction) => Promise<T>, config?: Parameters<Database['transaction']>[1]): Promise<T> {
     const deadline = currentScope()?.deadline ?? null;
     return this.rootTransaction(async (tx: Transaction) => {
