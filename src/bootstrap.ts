@@ -12,7 +12,7 @@ import { requestLineLogger, type AppLogger } from './common/logger';
 import { Metrics, UNMATCHED_ROUTE } from './metrics/metrics';
 import { resolveTraceId } from '../libs/trace-context/trace-context';
 import { APP_CONFIG, DEFAULT_HTTP_LIMITS, type AppConfig } from './config/config';
-import { requestDatabaseScope, runInScope } from './database/request-scope';
+import { runWithRequestDeadline } from './database/request-scope';
 import { isJsonContentType, MAX_BODY_BYTES, parseJsonBody, readBody } from './common/request-body';
 import { parseQueryString, pathOf, REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from './common/request-context';
 import { API_PREFIX, DOCS_PATH } from './common/api-paths';
@@ -173,7 +173,7 @@ export function configureApp(app: INestApplication, logger: AppLogger): void {
   // timeout's to bound, not the database's (docs/decisions.md, "Timeouts")
   const { dbStatementTimeoutMs } = app.get<AppConfig>(APP_CONFIG);
   fastify.addHook('preHandler', (_request, _reply, done) => {
-    runInScope(requestDatabaseScope(Date.now(), dbStatementTimeoutMs), () => done());
+    runWithRequestDeadline(dbStatementTimeoutMs, () => done());
   });
 
   // Every body, whatever its type and method, is read as bytes (kept for the
