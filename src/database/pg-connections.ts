@@ -164,8 +164,8 @@ export interface ConnectionEvents {
  * is the only checkout, bounded by the request's deadline. A statement runs
  * on the open transaction's connection when there is one, else on a
  * connection of its own. A statement (or a transaction's BEGIN) that finds
- * its connection already dead, before anything else ran on it, is retried
- * once on another connection.
+ * its connection already dead, before anything else ran on it, runs again on
+ * a live one (`retryAfter`).
  */
 export class PostgresConnections {
   readonly pool: Pool;
@@ -173,6 +173,7 @@ export class PostgresConnections {
   readonly db: Database;
   private readonly states = new WeakMap<object, ConnectionState>();
   private readonly statementBoundMs: number;
+  private readonly maxRetries: number;
 
   constructor(
     config: PoolConfig & { statementTimeoutMs: number },
@@ -181,6 +182,7 @@ export class PostgresConnections {
   ) {
     const { statementTimeoutMs, ...poolConfig } = config;
     this.statementBoundMs = statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS;
+    this.maxRetries = (poolConfig.max ?? 10) + 1;
     this.pool = new Pool({ ...poolConfig, statement_timeout: statementTimeoutMs });
     // node-postgres emits 'error' on a client whose connection drops (server stopped, backend
     // terminated), and the pool listens only while it is idle: a client checked out between two
@@ -236,13 +238,31 @@ export class PostgresConnections {
           }
         });
       } catch (error) {
-        // BEGIN found the connection dead: nothing ran on it, take another (once)
-        if (!begun && lease.diedBeforeWork && attempt === 0) continue;
+        // BEGIN found the connection dead: nothing ran on it, take another
+        if (!begun && (await this.retryAfter(lease, attempt))) continue;
         throw error;
       } finally {
         lease.release();
       }
     }
+  }
+
+  /**
+   * Whether to run the work again after `lease` failed. Only when nothing of
+   * it ran there: its first statement found the connection dead. The backends
+   * of idle connections are often lost together (a failover, a balancer's
+   * idle cut, an administrator terminating them), so the next idle connection
+   * may be dead too: the death notices already received are handled first
+   * (the pool drops those connections), and the work is tried again while each
+   * try finds its connection dead before anything ran — each such connection
+   * is destroyed, so after at most the pool's size of them the try runs on a
+   * newly opened one. The request's deadline bounds it all.
+   */
+  private async retryAfter(lease: Lease, attempt: number): Promise<boolean> {
+    if (!lease.diedBeforeWork || attempt >= this.maxRetries) return false;
+    lease.release();
+    await new Promise((resolve) => setImmediate(resolve));
+    return true;
   }
 
   private async run(config: QueryConfig, values?: unknown[]): Promise<QueryResult> {
@@ -253,8 +273,8 @@ export class PostgresConnections {
       try {
         return await lease.query(config, values);
       } catch (error) {
-        // the connection was dead before the statement reached it: nothing ran, run it on another (once)
-        if (lease.diedBeforeWork && attempt === 0) continue;
+        // the connection was dead before the statement reached it: nothing ran, run it on another
+        if (await this.retryAfter(lease, attempt)) continue;
         throw error;
       } finally {
         lease.release();

@@ -44,14 +44,19 @@ describe('connections that die while idle (server engine)', () => {
     cluster?.destroy();
   });
 
-  /** Terminates every idle backend but the admin's own: the pool's idle connections. */
+  /**
+   * Terminates the backends that have sat idle for 20 ms: the pool's idle
+   * connections. One statement, so a backend is signalled the instant it is
+   * seen idle (one the pool hands over meanwhile would die in mid-work, which
+   * the next test covers).
+   */
   async function terminateIdle(): Promise<number> {
-    const { rows } = await admin.query<{ pid: number }>(
-      `select pid from pg_stat_activity
-        where datname = current_database() and state = 'idle' and pid <> pg_backend_pid() and backend_type = 'client backend'`,
+    const { rows } = await admin.query<{ ok: boolean }>(
+      `select pg_terminate_backend(pid) as ok from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'
+          and state = 'idle' and state_change < clock_timestamp() - interval '20 milliseconds'`,
     );
-    for (const { pid } of rows) await admin.query('select pg_terminate_backend($1)', [pid]);
-    return rows.length;
+    return rows.filter((row) => row.ok).length;
   }
 
   async function send(keyed: boolean, i: number): Promise<Sample> {
