@@ -214,5 +214,3 @@ export class DatabaseConnection {
     await this.closeFn();
   }
 }
-
-export { QUERY_TIMEOUT_MARGIN_MS } from './pg-connections';
