@@ -1,6 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { and, eq, sql } from 'drizzle-orm';
-import type { DbOrTx } from '../database/database.types';
+import { DATABASE, type Database } from '../database/database.types';
 import { chatbots, triggers } from '../database/schema';
 
 /** Why a trigger or chatbot was switched off by its agent; reactivation restores only these rows. */
@@ -23,14 +23,16 @@ export interface CascadeResult {
  */
 @Injectable()
 export class AgentCascadeRepository {
+  constructor(@Inject(DATABASE) private readonly db: Database) {}
+
   /**
    * active → inactive: switch off the triggers and chatbots that are on, and
    * record why. Webhooks are toggled in place (`active` → `paused`), keeping
    * `webhook_id`. Rows already off (someone switched them off) are untouched,
    * so reactivation will leave them off.
    */
-  async pauseForAgentDeactivation(orgId: string, agentId: string, now: Date, tx: DbOrTx): Promise<CascadeResult> {
-    const pausedTriggers = await tx
+  async pauseForAgentDeactivation(orgId: string, agentId: string, now: Date): Promise<CascadeResult> {
+    const pausedTriggers = await this.db
       .update(triggers)
       .set({
         isActive: false,
@@ -41,7 +43,7 @@ export class AgentCascadeRepository {
       })
       .where(and(eq(triggers.orgId, orgId), eq(triggers.agentId, agentId), eq(triggers.isActive, true)))
       .returning({ id: triggers.id });
-    const pausedChatbots = await tx
+    const pausedChatbots = await this.db
       .update(chatbots)
       .set({ isActive: false, deactivatedReason: CASCADE_REASON.agentDeactivated, deactivatedAt: now, updatedAt: now })
       .where(and(eq(chatbots.orgId, orgId), eq(chatbots.agentId, agentId), eq(chatbots.isActive, true)))
@@ -50,8 +52,8 @@ export class AgentCascadeRepository {
   }
 
   /** inactive → active: restores exactly the rows the deactivation cascade switched off. */
-  async resumeAfterAgentActivation(orgId: string, agentId: string, now: Date, tx: DbOrTx): Promise<CascadeResult> {
-    const resumedTriggers = await tx
+  async resumeAfterAgentActivation(orgId: string, agentId: string, now: Date): Promise<CascadeResult> {
+    const resumedTriggers = await this.db
       .update(triggers)
       .set({
         isActive: true,
@@ -64,7 +66,7 @@ export class AgentCascadeRepository {
         and(eq(triggers.orgId, orgId), eq(triggers.agentId, agentId), eq(triggers.deactivatedReason, CASCADE_REASON.agentDeactivated)),
       )
       .returning({ id: triggers.id });
-    const resumedChatbots = await tx
+    const resumedChatbots = await this.db
       .update(chatbots)
       .set({ isActive: true, deactivatedReason: null, deactivatedAt: null, updatedAt: now })
       .where(
@@ -80,9 +82,9 @@ export class AgentCascadeRepository {
    * down (`torn_down`, `webhook_id` cleared: a restore must register anew);
    * chatbots that are on are paused. Rows already off keep their reason.
    */
-  async tearDownForAgentDeletion(orgId: string, agentId: string, now: Date, tx: DbOrTx): Promise<CascadeResult> {
+  async tearDownForAgentDeletion(orgId: string, agentId: string, now: Date): Promise<CascadeResult> {
     const hasLiveWebhook = sql`(${triggers.webhookStatus} is not null and ${triggers.webhookStatus} <> ${WEBHOOK_STATUS.tornDown})`;
-    const touchedTriggers = await tx
+    const touchedTriggers = await this.db
       .update(triggers)
       .set({
         isActive: false,
@@ -94,7 +96,7 @@ export class AgentCascadeRepository {
       })
       .where(and(eq(triggers.orgId, orgId), eq(triggers.agentId, agentId), sql`(${triggers.isActive} or ${hasLiveWebhook})`))
       .returning({ id: triggers.id });
-    const pausedChatbots = await tx
+    const pausedChatbots = await this.db
       .update(chatbots)
       .set({ isActive: false, deactivatedReason: CASCADE_REASON.agentDeleted, deactivatedAt: now, updatedAt: now })
       .where(and(eq(chatbots.orgId, orgId), eq(chatbots.agentId, agentId), eq(chatbots.isActive, true)))

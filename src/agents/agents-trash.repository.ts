@@ -1,6 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { and, asc, inArray, isNotNull, lt, not, sql } from 'drizzle-orm';
-import type { DbOrTx } from '../database/database.types';
+import { DATABASE, type Database } from '../database/database.types';
 import { agents, chatbots, triggers } from '../database/schema';
 
 /** Arbitrary constant shared by every instance: one purger at a time, the others skip. */
@@ -21,16 +21,18 @@ const orgIdsOf = (agents: ExpiredAgent[]) => [...new Set(agents.map((agent) => a
  */
 @Injectable()
 export class AgentsTrashRepository {
+  constructor(@Inject(DATABASE) private readonly db: Database) {}
+
   /** Transaction-scoped advisory lock: released at commit/rollback, so a crashed purger never holds it. */
-  async tryLockPurge(tx: DbOrTx): Promise<boolean> {
-    const result = await tx.execute<{ locked: boolean }>(sql`select pg_try_advisory_xact_lock(${TRASH_PURGE_LOCK_KEY}) as locked`);
+  async tryLockPurge(): Promise<boolean> {
+    const result = await this.db.execute<{ locked: boolean }>(sql`select pg_try_advisory_xact_lock(${TRASH_PURGE_LOCK_KEY}) as locked`);
     const rows = (result as unknown as { rows: Array<{ locked: boolean }> }).rows;
     return rows[0]?.locked === true;
   }
 
   /** Oldest trash first; `skip locked` so a row another transaction holds is left for the next run. */
-  selectExpired(deletedBefore: Date, limit: number, tx: DbOrTx): Promise<ExpiredAgent[]> {
-    return tx
+  selectExpired(deletedBefore: Date, limit: number): Promise<ExpiredAgent[]> {
+    return this.db
       .select({ id: agents.id, orgId: agents.orgId })
       .from(agents)
       .where(and(isNotNull(agents.deletedAt), lt(agents.deletedAt, deletedBefore)))
@@ -40,10 +42,10 @@ export class AgentsTrashRepository {
   }
 
   /** Removes the purged ids from every other agent's `sub_agents`, keeping the order of the rest (GIN index on sub_agents). */
-  async removeFromSubAgents(expired: ExpiredAgent[], now: Date, tx: DbOrTx): Promise<number> {
+  async removeFromSubAgents(expired: ExpiredAgent[], now: Date): Promise<number> {
     const ids = idsOf(expired);
     const purged = sql`${sql.param(ids)}::text[]`;
-    const updated = await tx
+    const updated = await this.db
       .update(agents)
       .set({
         subAgents: sql`array(select s from unnest(${agents.subAgents}) with ordinality as u(s, n) where not (s = any(${purged})) order by n)`,
@@ -55,25 +57,25 @@ export class AgentsTrashRepository {
   }
 
   /** `org_id` too, so the (org_id, agent_id) index serves the lookup. */
-  async deleteTriggersOf(purged: ExpiredAgent[], tx: DbOrTx): Promise<number> {
-    const deleted = await tx
+  async deleteTriggersOf(purged: ExpiredAgent[]): Promise<number> {
+    const deleted = await this.db
       .delete(triggers)
       .where(and(inArray(triggers.orgId, orgIdsOf(purged)), inArray(triggers.agentId, idsOf(purged))))
       .returning({ id: triggers.id });
     return deleted.length;
   }
 
-  async deleteChatbotsOf(purged: ExpiredAgent[], tx: DbOrTx): Promise<number> {
-    const deleted = await tx
+  async deleteChatbotsOf(purged: ExpiredAgent[]): Promise<number> {
+    const deleted = await this.db
       .delete(chatbots)
       .where(and(inArray(chatbots.orgId, orgIdsOf(purged)), inArray(chatbots.agentId, idsOf(purged))))
       .returning({ id: chatbots.id });
     return deleted.length;
   }
 
-  async deleteAgents(expired: ExpiredAgent[], tx: DbOrTx): Promise<number> {
+  async deleteAgents(expired: ExpiredAgent[]): Promise<number> {
     const ids = idsOf(expired);
-    const deleted = await tx
+    const deleted = await this.db
       .delete(agents)
       .where(and(inArray(agents.id, ids), isNotNull(agents.deletedAt)))
       .returning({ id: agents.id });

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LOGGER, type AppLogger } from '../common/logger';
-import { DATABASE, type Database } from '../database/database.types';
+import { DatabaseConnection } from '../database/connection';
 import { AgentsTrashRepository } from './agents-trash.repository';
 
 /** spec "Limits": agent trash window, then hard delete */
@@ -44,7 +44,7 @@ export interface TrashPurgeResult {
 @Injectable()
 export class AgentsTrashService {
   constructor(
-    @Inject(DATABASE) private readonly db: Database,
+    private readonly connection: DatabaseConnection,
     private readonly repository: AgentsTrashRepository,
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
@@ -61,14 +61,14 @@ export class AgentsTrashService {
       skipped: false,
     };
     for (;;) {
-      const batch = await this.db.transaction(async (tx) => {
-        if (!(await this.repository.tryLockPurge(tx))) return null;
-        const expired = await this.repository.selectExpired(deletedBefore, batchSize, tx);
+      const batch = await this.connection.transaction(async () => {
+        if (!(await this.repository.tryLockPurge())) return null;
+        const expired = await this.repository.selectExpired(deletedBefore, batchSize);
         if (expired.length === 0) return { agents: 0, triggers: 0, chatbots: 0, agentsUpdated: 0, selected: 0 };
-        const agentsUpdated = await this.repository.removeFromSubAgents(expired, now, tx);
-        const triggers = await this.repository.deleteTriggersOf(expired, tx);
-        const chatbots = await this.repository.deleteChatbotsOf(expired, tx);
-        const agents = await this.repository.deleteAgents(expired, tx);
+        const agentsUpdated = await this.repository.removeFromSubAgents(expired, now);
+        const triggers = await this.repository.deleteTriggersOf(expired);
+        const chatbots = await this.repository.deleteChatbotsOf(expired);
+        const agents = await this.repository.deleteAgents(expired);
         return { agents, triggers, chatbots, agentsUpdated, selected: expired.length };
       });
       if (batch === null) {

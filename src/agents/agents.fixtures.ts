@@ -17,7 +17,6 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { BOUNDS, IsBoundedJson, IsIdOf } from '../common/input-bounds';
-import type { Transaction } from '../database/database.types';
 import { declareIds, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { COLOR_PATTERN, DATA_SOURCE_SCOPES, HANDLE_PATTERN, MAX_HANDLE_LENGTH, MAX_NAME_LENGTH } from './agents.dto';
 import { AgentsRepository, type NewAgentRow } from './agents.repository';
@@ -167,7 +166,7 @@ export class AgentsFixtureSection extends RegisteredFixtureSection<NewAgentRow[]
     return rows;
   }
 
-  async write(tx: Transaction, orgId: string, rows: NewAgentRow[], ctx: FixtureContext): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'agent', (i) => this.itemPath(ctx, i));
+  async write(orgId: string, rows: NewAgentRow[], ctx: FixtureContext): Promise<void> {
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows), 'agent', (i) => this.itemPath(ctx, i));
   }
 }

@@ -1,10 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { and, count, eq, getTableColumns, isNull, sql } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
-import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { DATABASE, type Database } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
-import { openRequestTransaction } from '../database/request-scope';
 import { agents } from '../database/schema';
 import type { AgentRow } from './agents.mapper';
 
@@ -35,8 +34,8 @@ export class AgentsRepository {
   }
 
   /** Locks a live agent for the rest of the transaction, so concurrent PATCH/DELETE of it run one after the other. */
-  async lockLive(orgId: string, id: string, tx: DbOrTx = this.db): Promise<AgentRow | null> {
-    const [row] = await tx
+  async lockLive(orgId: string, id: string): Promise<AgentRow | null> {
+    const [row] = await this.db
       .select()
       .from(agents)
       .where(and(eq(agents.orgId, orgId), eq(agents.id, id), isNull(agents.deletedAt)))
@@ -45,8 +44,8 @@ export class AgentsRepository {
   }
 
 
-  async countLive(orgId: string, tx: DbOrTx = this.db): Promise<number> {
-    const [row] = await tx
+  async countLive(orgId: string): Promise<number> {
+    const [row] = await this.db
       .select({ n: count() })
       .from(agents)
       .where(and(eq(agents.orgId, orgId), isNull(agents.deletedAt)));
@@ -55,21 +54,19 @@ export class AgentsRepository {
 
   /**
    * One prepared INSERT per set of columns (building it cost more than the
-   * UPDATE's). Prepared on the root db, it runs in the transaction open in
-   * the request (database/request-scope.ts), which is `tx` or the one `tx`
-   * nests in; with a `tx` outside any, it is built on `tx`.
+   * UPDATE's); like every query, it runs in the open transaction, if any.
    */
-  async insert(orgId: string, row: NewAgentRow, tx: DbOrTx = this.db): Promise<AgentRow> {
+  async insert(orgId: string, row: NewAgentRow): Promise<AgentRow> {
     const values: Record<string, unknown> = { ...row, orgId };
     const columns = Object.keys(values).filter((column) => values[column] !== undefined) as Array<keyof NewAgentRow>;
-    const prepared = tx === this.db || openRequestTransaction() ? this.preparedInsert(columns, values) : undefined;
+    const prepared = this.preparedInsert(columns, values);
     if (prepared) {
       const params: Record<string, unknown> = {};
       for (const column of columns) if (values[column] !== null) params[column] = values[column];
       const [created] = await prepared.execute(params);
       return created;
     }
-    const [created] = await tx
+    const [created] = await this.db
       .insert(agents)
       .values({ ...row, orgId })
       .returning();
@@ -98,14 +95,13 @@ export class AgentsRepository {
   }
 
   /**
-   * The live agent's new state, or undefined when it is gone. Without `tx`,
-   * one prepared statement per set of changed columns (building the UPDATE
-   * cost about 0.5 ms per request), which joins the request's transaction
-   * when there is one (database/request-scope.ts); with it, built on `tx`.
+   * The live agent's new state, or undefined when it is gone. One prepared
+   * statement per set of changed columns (building the UPDATE cost about
+   * 0.5 ms per request); like every query, it runs in the open transaction.
    */
-  async update(orgId: string, id: string, changes: AgentChanges, tx: DbOrTx = this.db): Promise<AgentRow> {
+  async update(orgId: string, id: string, changes: AgentChanges): Promise<AgentRow> {
     const columns = (Object.keys(changes) as Array<keyof AgentChanges>).filter((column) => changes[column] !== undefined);
-    const prepared = tx === this.db ? this.preparedUpdate(columns, changes) : undefined;
+    const prepared = this.preparedUpdate(columns, changes);
     if (prepared) {
       // drizzle maps each placeholder's value through its column (dates, jsonb) as it fills it
       const values: Record<string, unknown> = { orgId, id };
@@ -113,7 +109,7 @@ export class AgentsRepository {
       const [updated] = await prepared.execute(values);
       return updated;
     }
-    const [updated] = await tx
+    const [updated] = await this.db
       .update(agents)
       .set(changes)
       .where(and(eq(agents.orgId, orgId), eq(agents.id, id), isNull(agents.deletedAt)))
@@ -149,8 +145,8 @@ export class AgentsRepository {
       .prepare(name);
   }
 
-  async softDelete(orgId: string, id: string, now: Date, tx: DbOrTx = this.db): Promise<void> {
-    await tx
+  async softDelete(orgId: string, id: string, now: Date): Promise<void> {
+    await this.db
       .update(agents)
       .set({ deletedAt: now, updatedAt: now })
       .where(and(eq(agents.orgId, orgId), eq(agents.id, id), isNull(agents.deletedAt)));
@@ -161,7 +157,7 @@ export class AgentsRepository {
    * returns the ids written. Rows go one by one: a fixture's agents may carry
    * different column sets, which one multi-row statement would not keep apart.
    */
-  upsertMany(orgId: string, rows: NewAgentRow[], tx: DbOrTx = this.db): Promise<string[]> {
-    return upsertOrgRowsOneByOne(tx, agents, orgId, rows);
+  upsertMany(orgId: string, rows: NewAgentRow[]): Promise<string[]> {
+    return upsertOrgRowsOneByOne(this.db, agents, orgId, rows);
   }
 }

@@ -5,7 +5,7 @@ import { uniqueViolationConstraint } from '../common/database-errors';
 import type { Page } from '../common/envelope';
 import { LOGGER, type AppLogger } from '../common/logger';
 import { Paginator, type PaginationQuery } from '../common/pagination';
-import { DATABASE, type Database, type Transaction } from '../database/database.types';
+import { DatabaseConnection } from '../database/connection';
 import type { DataSourceRefRow, ToolRefRow } from '../database/schema';
 import { AgentCascadeRepository } from './agent-cascade.repository';
 import { AgentReferencesRepository } from './agent-references.repository';
@@ -194,7 +194,7 @@ function normalizeIdList(values: string[], field: string, kind: 'connector' | 'a
 @Injectable()
 export class AgentsService {
   constructor(
-    @Inject(DATABASE) private readonly db: Database,
+    private readonly connection: DatabaseConnection,
     private readonly repository: AgentsRepository,
     private readonly orgs: OrgsRepository,
     private readonly references: AgentReferencesRepository,
@@ -236,11 +236,11 @@ export class AgentsService {
     if (Object.keys(problems).length > 0) throw ApiError.validation(problems);
     const tools = refs.tools ?? [];
     const row = await this.withHandleConflict(() =>
-      this.db.transaction(async (tx) => {
+      this.connection.transaction(async () => {
         // the org row lock queues concurrent creates of one organization, so the cap holds
-        const limits = await this.orgs.lockLimits(orgId, tx);
+        const limits = await this.orgs.lockLimits(orgId);
         const maxAgents = limits?.agents ?? null;
-        if (maxAgents !== null && (await this.repository.countLive(orgId, tx)) >= maxAgents) {
+        if (maxAgents !== null && (await this.repository.countLive(orgId)) >= maxAgents) {
           throw new ApiError(
             ErrorCode.ValidationFailed,
             `Plan limit reached: limits.agents allows ${maxAgents} agent${maxAgents === 1 ? '' : 's'} in this organization.`,
@@ -248,8 +248,8 @@ export class AgentsService {
           );
         }
         this.checkCustomToolSlots(tools, 0, limits?.custom_tool_slots ?? null);
-        await this.checkReferences(tx, orgId, refs, { currentSubAgents: [] });
-        return this.repository.insert(orgId, newRow, tx);
+        await this.checkReferences(orgId, refs, { currentSubAgents: [] });
+        return this.repository.insert(orgId, newRow);
       }),
     );
     return mapAgent(row);
@@ -278,9 +278,9 @@ export class AgentsService {
     }
 
     const row = await this.withHandleConflict(() =>
-      this.db.transaction(async (tx) => {
+      this.connection.transaction(async () => {
         // locked until commit: concurrent PATCH/DELETE of this agent (and their cascades) run one after the other
-        const current = await this.repository.lockLive(orgId, id, tx);
+        const current = await this.repository.lockLive(orgId, id);
         if (!current) throw agentNotFound();
         const now = new Date();
         const changes = this.changesOf(dto, refs);
@@ -297,7 +297,7 @@ export class AgentsService {
         const activating = dto.is_active === true && !current.isActive;
         const deactivating = dto.is_active === false && current.isActive;
         const finalConnectorIds = activating ? assignedConnectorIds(final.connectors, final.tools) : [];
-        const connectors = await this.checkReferences(tx, orgId, refs, { currentSubAgents: current.subAgents, alsoConnectors: finalConnectorIds });
+        const connectors = await this.checkReferences(orgId, refs, { currentSubAgents: current.subAgents, alsoConnectors: finalConnectorIds });
         if (activating) {
           // spec: activation is refused while an assigned connector needs reconnecting; nothing changes
           const broken = finalConnectorIds.map((connectorId) => connectors.get(connectorId)).filter((c) => c?.status === AUTH_FAILED);
@@ -319,12 +319,12 @@ export class AgentsService {
         }
 
         if (Object.keys(changes).length === 0) return current;
-        const updated = await this.repository.update(orgId, id, { ...changes, updatedAt: now }, tx);
+        const updated = await this.repository.update(orgId, id, { ...changes, updatedAt: now });
         if (deactivating) {
-          const paused = await this.cascade.pauseForAgentDeactivation(orgId, id, now, tx);
+          const paused = await this.cascade.pauseForAgentDeactivation(orgId, id, now);
           this.logger.info({ org_id: orgId, agent_id: id, triggers: paused.triggers.length, chatbots: paused.chatbots.length }, 'agent deactivated');
         } else if (activating) {
-          const resumed = await this.cascade.resumeAfterAgentActivation(orgId, id, now, tx);
+          const resumed = await this.cascade.resumeAfterAgentActivation(orgId, id, now);
           this.logger.info({ org_id: orgId, agent_id: id, triggers: resumed.triggers.length, chatbots: resumed.chatbots.length }, 'agent activated');
         }
         return updated;
@@ -335,12 +335,12 @@ export class AgentsService {
 
   async deleteAgent(orgId: string, rawId: string): Promise<AgentDeletedDto> {
     const id = this.agentId(rawId);
-    await this.db.transaction(async (tx) => {
-      const current = await this.repository.lockLive(orgId, id, tx);
+    await this.connection.transaction(async () => {
+      const current = await this.repository.lockLive(orgId, id);
       if (!current) throw agentNotFound();
       const now = new Date();
-      await this.repository.softDelete(orgId, id, now, tx);
-      const torn = await this.cascade.tearDownForAgentDeletion(orgId, id, now, tx);
+      await this.repository.softDelete(orgId, id, now);
+      const torn = await this.cascade.tearDownForAgentDeletion(orgId, id, now);
       this.logger.info({ org_id: orgId, agent_id: id, triggers: torn.triggers.length, chatbots: torn.chatbots.length }, 'agent moved to trash');
     });
     return mapAgentDeleted(id);
@@ -399,7 +399,6 @@ export class AgentsService {
    * Returns the connectors it read, by id (the activation guard reuses them).
    */
   private async checkReferences(
-    tx: Transaction,
     orgId: string,
     refs: NormalizedRefs,
     options: { currentSubAgents: readonly string[]; alsoConnectors?: readonly string[] },
@@ -411,10 +410,10 @@ export class AgentsService {
     const documentIds = (refs.dataSources ?? []).flatMap((ref) => ref.documents ?? []);
 
     // sequential: one transaction is one connection
-    const connectorRows = await this.references.connectors(orgId, [...connectorIds], tx);
-    const agentRows = await this.references.agents(orgId, refs.subAgents ?? [], tx);
-    const sourceIds = await this.references.sources(orgId, (refs.dataSources ?? []).map((ref) => ref.source_id), tx);
-    const documentRows = await this.references.documents(orgId, documentIds, tx);
+    const connectorRows = await this.references.connectors(orgId, [...connectorIds]);
+    const agentRows = await this.references.agents(orgId, refs.subAgents ?? []);
+    const sourceIds = await this.references.sources(orgId, (refs.dataSources ?? []).map((ref) => ref.source_id));
+    const documentRows = await this.references.documents(orgId, documentIds);
     const connectors = new Map(connectorRows.map((row) => [row.id, row]));
     refs.connectors?.forEach((id, index) => {
       if (!connectors.has(id)) addError(fields, `connectors[${index}]`, 'no such connector in this organization');

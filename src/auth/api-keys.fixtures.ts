@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { IsArray, IsBoolean, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { ApiError, ErrorCode } from '../common/api-error';
-import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { newId } from '../../libs/ids/ids';
 import { ApiKeysService, generateToken, isWellFormedToken, type ApiKeyInput } from './api-keys.service';
@@ -51,10 +50,10 @@ export class ApiKeysFixtureSection extends RegisteredFixtureSection<ApiKeyInput[
     });
   }
 
-  async write(tx: Transaction, _orgId: string, inputs: ApiKeyInput[], ctx: FixtureContext): Promise<void> {
+  async write(_orgId: string, inputs: ApiKeyInput[], ctx: FixtureContext): Promise<void> {
     for (const [index, input] of inputs.entries()) {
       try {
-        await this.keys.create(input, tx);
+        await this.keys.create(input);
       } catch (error) {
         // like every section: an id of another organization fails the whole load
         if (error instanceof ApiError && error.code === ErrorCode.Conflict) throw new FixtureError(`${this.itemPath(ctx, index)}.id`, error.message);

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
-import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { DATABASE, type Database } from '../database/database.types';
 import { apiKeys, orgs } from '../database/schema';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
@@ -46,8 +46,8 @@ export class ApiKeysRepository {
   }
 
   /** False when the id is a key of another organization (left untouched). */
-  async upsert(row: NewApiKeyRow, tx: DbOrTx = this.db): Promise<boolean> {
-    const written = await tx
+  async upsert(row: NewApiKeyRow): Promise<boolean> {
+    const written = await this.db
       .insert(apiKeys)
       .values(row)
       .onConflictDoUpdate({

@@ -5,7 +5,6 @@ import { APP_CONFIG, type AppConfig } from '../config/config';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { LOGGER, type AppLogger } from '../common/logger';
 import type { AuthContext } from '../common/request-context';
-import type { DbOrTx } from '../database/database.types';
 import type { AuthFailureReason } from '../metrics/metrics';
 import { ApiKeysRepository, type ApiKeyRow } from './api-keys.repository';
 import { API_KEY_PREFIX, isScope, SCOPES, type Scope } from './scopes';
@@ -164,7 +163,7 @@ export class ApiKeysService implements OnModuleDestroy {
     return { keyId: key.id, orgId: key.orgId, orgStatus: key.orgStatus, orgPlan: key.orgPlan, scopes: key.scopes };
   }
 
-  async create(input: ApiKeyInput, tx?: DbOrTx): Promise<CreatedKey> {
+  async create(input: ApiKeyInput): Promise<CreatedKey> {
     const scopes = validateScopes(input.scopes);
     const token = input.token ?? generateToken();
     if (!isWellFormedToken(token)) {
@@ -182,7 +181,6 @@ export class ApiKeysService implements OnModuleDestroy {
         expiresAt: input.expiresAt ?? null,
         revokedAt: input.revoked ? new Date() : null,
       },
-      tx,
     );
     if (!written) throw new ApiError(ErrorCode.Conflict, `key ${id} belongs to another organization`);
     // a token tried before it existed is valid from now on (on this instance; others within the cache TTL)

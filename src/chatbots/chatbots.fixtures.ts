@@ -4,7 +4,6 @@ import { randomUrlSafe } from '../../libs/crypto/crypto';
 import { newId } from '../../libs/ids/ids';
 import { cascadeStateOf } from '../agents/agents.fixtures';
 import { BOUNDS } from '../common/input-bounds';
-import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { ChatbotsRepository, type NewChatbotRow } from './chatbots.repository';
 import { IsIdOf } from '../common/input-bounds';
@@ -67,7 +66,7 @@ export class ChatbotsFixtureSection extends RegisteredFixtureSection<NewChatbotR
     });
   }
 
-  async write(tx: Transaction, orgId: string, rows: NewChatbotRow[], ctx: FixtureContext): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'chatbot', (i) => this.itemPath(ctx, i));
+  async write(orgId: string, rows: NewChatbotRow[], ctx: FixtureContext): Promise<void> {
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows), 'chatbot', (i) => this.itemPath(ctx, i));
   }
 }

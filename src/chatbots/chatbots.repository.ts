@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { getTableColumns } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
-import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { DATABASE, type Database } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { chatbots } from '../database/schema';
@@ -27,7 +27,7 @@ export class ChatbotsRepository {
   }
 
   /** Upsert by id, scoped to the org; returns the ids written. */
-  upsertMany(orgId: string, rows: NewChatbotRow[], tx: DbOrTx = this.db): Promise<string[]> {
-    return upsertOrgRows(tx, chatbots, orgId, rows, ['publicId', 'name', 'agentId', 'isActive', 'allowWriteTools', 'allowedDomains', 'theme', 'welcomeMessage', 'deactivatedReason', 'deactivatedAt', 'createdAt', 'updatedAt']);
+  upsertMany(orgId: string, rows: NewChatbotRow[]): Promise<string[]> {
+    return upsertOrgRows(this.db, chatbots, orgId, rows, ['publicId', 'name', 'agentId', 'isActive', 'allowWriteTools', 'allowedDomains', 'theme', 'welcomeMessage', 'deactivatedReason', 'deactivatedAt', 'createdAt', 'updatedAt']);
   }
 }

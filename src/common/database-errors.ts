@@ -5,18 +5,13 @@ import { ApiError, ErrorCode } from './api-error';
  * wraps driver errors, so the PostgreSQL code is looked for on the error and
  * along its `cause` chain.
  */
+/**
+ * Connection failures are told by their code alone: the socket's errno, a
+ * SQLSTATE of class 08 or 57P, or the code the database layer gives the
+ * failures it detects itself (ETIMEDOUT past the deadline, 08006 when the
+ * connection was lost, 08003 on a closed embedded database).
+ */
 const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH', 'EAI_AGAIN']);
-const CONNECTION_MESSAGES = [
-  'Connection terminated',
-  'timeout exceeded when trying to connect',
-  'Query read timeout',
-  'Client has encountered a connection error',
-  // a timed-out query closes its connection (database/connection.ts): what follows on it fails with this
-  'Client was closed and is not queryable',
-  'Cannot use a pool after calling end',
-  'connection is closed',
-  'PGlite is closed',
-];
 
 interface PgLikeError {
   code?: unknown;
@@ -36,7 +31,6 @@ function* causeChain(error: unknown): Generator<PgLikeError> {
 export function translateDatabaseError(error: unknown): ApiError | null {
   for (const link of causeChain(error)) {
     const code = typeof link.code === 'string' ? link.code : '';
-    const message = typeof link.message === 'string' ? link.message : '';
     if (code === '23505') {
       return new ApiError(ErrorCode.Conflict, 'The request conflicts with an existing resource.', {
         constraint: typeof link.constraint === 'string' ? link.constraint : undefined,
@@ -54,8 +48,7 @@ export function translateDatabaseError(error: unknown): ApiError | null {
       code === '57P02' ||
       code === '57P03' ||
       code === '57014' ||
-      code === '53300' ||
-      CONNECTION_MESSAGES.some((fragment) => message.includes(fragment))
+      code === '53300'
     ) {
       return new ApiError(ErrorCode.ServiceUnavailable, 'The service is temporarily unavailable. Retry with backoff.', undefined, {
         'Retry-After': '1',

@@ -3,7 +3,6 @@ import { Type } from 'class-transformer';
 import { IsArray, IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import { OptionalNonNull, IsDateTime } from '../common/validation';
-import type { Transaction } from '../database/database.types';
 import type { ConnectorToolRow } from '../database/schema';
 import { fixtureDate, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CONNECTOR_STATUSES, CONNECTOR_TOOL_TYPES } from './connectors.dto';
@@ -71,7 +70,7 @@ export class ConnectorsFixtureSection extends RegisteredFixtureSection<NewConnec
     });
   }
 
-  async write(tx: Transaction, orgId: string, rows: NewConnectorRow[], ctx: FixtureContext): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'connector', (i) => this.itemPath(ctx, i));
+  async write(orgId: string, rows: NewConnectorRow[], ctx: FixtureContext): Promise<void> {
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows), 'connector', (i) => this.itemPath(ctx, i));
   }
 }

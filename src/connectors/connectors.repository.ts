@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { getTableColumns } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
-import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { DATABASE, type Database } from '../database/database.types';
 import { orgScopedById, orgScopedPages } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { connectors } from '../database/schema';
@@ -31,7 +31,7 @@ export class ConnectorsRepository {
   }
 
   /** Upsert by id, scoped to the org; returns the ids written (an id of another org is not touched). */
-  upsertMany(orgId: string, rows: NewConnectorRow[], tx: DbOrTx = this.db): Promise<string[]> {
-    return upsertOrgRows(tx, connectors, orgId, rows, ['type', 'name', 'status', 'statusReason', 'isActive', 'tools', 'createdAt', 'updatedAt']);
+  upsertMany(orgId: string, rows: NewConnectorRow[]): Promise<string[]> {
+    return upsertOrgRows(this.db, connectors, orgId, rows, ['type', 'name', 'status', 'statusReason', 'isActive', 'tools', 'createdAt', 'updatedAt']);
   }
 }

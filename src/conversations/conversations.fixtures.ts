@@ -13,7 +13,6 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
-import type { Transaction } from '../database/database.types';
 import type { ToolCallRow } from '../database/schema';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CONVERSATION_SOURCES, MESSAGE_ROLES } from './conversations.dto';
@@ -178,8 +177,8 @@ export class ConversationsFixtureSection extends RegisteredFixtureSection<Parsed
     return { rows, threads };
   }
 
-  async write(tx: Transaction, orgId: string, parsed: ParsedConversations, ctx: FixtureContext): Promise<void> {
-    this.requireAllWritten(parsed.rows, await this.repository.upsertMany(orgId, parsed.rows, parsed.threads, tx), 'conversation', (i) => this.itemPath(ctx, i));
+  async write(orgId: string, parsed: ParsedConversations, ctx: FixtureContext): Promise<void> {
+    this.requireAllWritten(parsed.rows, await this.repository.upsertMany(orgId, parsed.rows, parsed.threads), 'conversation', (i) => this.itemPath(ctx, i));
   }
 }
 

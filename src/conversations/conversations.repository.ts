@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { smallestIdAt } from '../../libs/ids/ids';
 import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, lt, lte, ne, or, sql, type SQL } from 'drizzle-orm';
-import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { DATABASE, type Database } from '../database/database.types';
 import { orgScopedById } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { conversations, messages } from '../database/schema';
@@ -229,19 +229,19 @@ export class ConversationsRepository {
    * organization is not touched) and replaces their message threads.
    * Returns the ids that were written.
    */
-  async upsertMany(orgId: string, rows: NewConversationRow[], threads: Map<string, NewMessageRow[]>, tx: DbOrTx = this.db): Promise<string[]> {
+  async upsertMany(orgId: string, rows: NewConversationRow[], threads: Map<string, NewMessageRow[]>): Promise<string[]> {
     if (rows.length === 0) return [];
     const written: string[] = [];
     for (let start = 0; start < rows.length; start += 500) {
-      written.push(...(await upsertOrgRows(tx, conversations, orgId, rows.slice(start, start + 500), FIXTURE_COLUMNS)));
+      written.push(...(await upsertOrgRows(this.db, conversations, orgId, rows.slice(start, start + 500), FIXTURE_COLUMNS)));
     }
     const ids = [...threads.keys()].filter((id) => written.includes(id));
     for (let start = 0; start < ids.length; start += 500) {
-      await tx.delete(messages).where(and(eq(messages.orgId, orgId), inArray(messages.conversationId, ids.slice(start, start + 500))));
+      await this.db.delete(messages).where(and(eq(messages.orgId, orgId), inArray(messages.conversationId, ids.slice(start, start + 500))));
     }
     const all = ids.flatMap((id) => threads.get(id) ?? []).map((row) => ({ ...row, orgId }));
     for (let start = 0; start < all.length; start += 500) {
-      await tx
+      await this.db
         .insert(messages)
         .values(all.slice(start, start + 500))
         .onConflictDoNothing({ target: messages.id });

@@ -3,7 +3,6 @@ import { Type } from 'class-transformer';
 import { IsBoolean, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import { BOUNDS, IsIdOf } from '../common/input-bounds';
-import type { Transaction } from '../database/database.types';
 import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CreateCustomToolDto, CustomToolCredentialsInput } from './custom-tools.dto';
 import { CustomToolsRepository, type NewCustomToolRow } from './custom-tools.repository';
@@ -99,17 +98,16 @@ export class CustomToolsFixtureSection extends RegisteredFixtureSection<ParsedTo
     return parsed;
   }
 
-  async write(tx: Transaction, orgId: string, tools: ParsedTool[], ctx: FixtureContext): Promise<void> {
+  async write(orgId: string, tools: ParsedTool[], ctx: FixtureContext): Promise<void> {
     // explicit names first, so a generated name never takes one the fixture spells out
     const ordered = [...tools.filter((tool) => tool.row.name !== null), ...tools.filter((tool) => tool.row.name === null)];
     for (const tool of ordered) {
       const { row, credentials, idGenerated } = tool;
       const generated = row.name === null;
-      const name = row.name ?? (await this.service.freeToolName(orgId, row.label, tx));
-      const id = (idGenerated && !generated ? await this.repository.findIdByName(orgId, name, tx) : null) ?? row.id!;
+      const name = row.name ?? (await this.service.freeToolName(orgId, row.label));
+      const id = (idGenerated && !generated ? await this.repository.findIdByName(orgId, name) : null) ?? row.id!;
       const written = await this.repository.upsert(
         { ...row, id, orgId, name, credentialsCiphertext: this.service.encrypt(credentials, id) },
-        tx,
         { keepName: generated },
       );
       this.requireAllWritten([{ id }], written ? [id] : [], 'custom tool', () => this.itemPath(ctx, tools.indexOf(tool)));

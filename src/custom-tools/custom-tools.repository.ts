@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { and, count, eq, sql } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
-import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { DATABASE, type Database } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRow } from '../database/org-scoped-upsert';
 import { agents, customTools } from '../database/schema';
@@ -27,8 +27,8 @@ export class CustomToolsRepository {
   }
 
   /** Row-locks the tool for a read-modify-write (concurrent PATCHes apply one after the other). */
-  async findForUpdate(orgId: string, id: string, tx: DbOrTx): Promise<CustomToolRow | null> {
-    const [row] = await tx
+  async findForUpdate(orgId: string, id: string): Promise<CustomToolRow | null> {
+    const [row] = await this.db
       .select()
       .from(customTools)
       .where(and(eq(customTools.orgId, orgId), eq(customTools.id, id)))
@@ -37,35 +37,35 @@ export class CustomToolsRepository {
   }
 
 
-  async countByOrg(orgId: string, tx: DbOrTx = this.db): Promise<number> {
-    const [row] = await tx.select({ n: count() }).from(customTools).where(eq(customTools.orgId, orgId));
+  async countByOrg(orgId: string): Promise<number> {
+    const [row] = await this.db.select({ n: count() }).from(customTools).where(eq(customTools.orgId, orgId));
     return Number(row?.n ?? 0);
   }
 
   /** Names of the organization equal to `base` or `base_<n>` (base is [a-z0-9_] only, safe in a regex). */
-  async namesWithBase(orgId: string, base: string, tx: DbOrTx = this.db): Promise<string[]> {
-    const rows = await tx
+  async namesWithBase(orgId: string, base: string): Promise<string[]> {
+    const rows = await this.db
       .select({ name: customTools.name })
       .from(customTools)
       .where(and(eq(customTools.orgId, orgId), sql`${customTools.name} ~ ${`^${base}(_[0-9]+)?$`}`));
     return rows.map((row) => row.name);
   }
 
-  async findIdByName(orgId: string, name: string, tx: DbOrTx): Promise<string | null> {
-    const [row] = await tx
+  async findIdByName(orgId: string, name: string): Promise<string | null> {
+    const [row] = await this.db
       .select({ id: customTools.id })
       .from(customTools)
       .where(and(eq(customTools.orgId, orgId), eq(customTools.name, name)));
     return row?.id ?? null;
   }
 
-  async insert(row: NewCustomToolRow, tx: DbOrTx = this.db): Promise<CustomToolRow> {
-    const [created] = await tx.insert(customTools).values(row).returning();
+  async insert(row: NewCustomToolRow): Promise<CustomToolRow> {
+    const [created] = await this.db.insert(customTools).values(row).returning();
     return created;
   }
 
-  async update(orgId: string, id: string, changes: CustomToolChanges, tx: DbOrTx = this.db): Promise<CustomToolRow | null> {
-    const [row] = await tx
+  async update(orgId: string, id: string, changes: CustomToolChanges): Promise<CustomToolRow | null> {
+    const [row] = await this.db
       .update(customTools)
       .set({ ...changes, updatedAt: new Date() })
       .where(and(eq(customTools.orgId, orgId), eq(customTools.id, id)))
@@ -74,8 +74,8 @@ export class CustomToolsRepository {
   }
 
   /** Hard delete; returns the deleted tool's name, or null when there was none. */
-  async deleteReturningName(orgId: string, id: string, tx: DbOrTx = this.db): Promise<string | null> {
-    const [row] = await tx
+  async deleteReturningName(orgId: string, id: string): Promise<string | null> {
+    const [row] = await this.db
       .delete(customTools)
       .where(and(eq(customTools.orgId, orgId), eq(customTools.id, id)))
       .returning({ name: customTools.name });
@@ -87,8 +87,8 @@ export class CustomToolsRepository {
    * organization, soft-deleted ones included (they may be restored). Returns
    * how many agents changed.
    */
-  async removeToolFromAgents(orgId: string, name: string, tx: DbOrTx = this.db): Promise<number> {
-    const rows = await tx
+  async removeToolFromAgents(orgId: string, name: string): Promise<number> {
+    const rows = await this.db
       .update(agents)
       .set({
         tools: sql`coalesce((select jsonb_agg(ref.value order by ref.ordinality) from jsonb_array_elements(${agents.tools}) with ordinality as ref(value, ordinality) where ref.value->>'name' is distinct from ${name}), '[]'::jsonb)`,
@@ -104,8 +104,8 @@ export class CustomToolsRepository {
    * fixture did not spell out never renames an existing tool (names are immutable).
    * False when the id is another organization's.
    */
-  upsert(row: NewCustomToolRow, tx: DbOrTx = this.db, options: { keepName?: boolean } = {}): Promise<boolean> {
+  upsert(row: NewCustomToolRow, options: { keepName?: boolean } = {}): Promise<boolean> {
     const { id: _id, orgId, name: _name, ...rest } = row;
-    return upsertOrgRow(tx, customTools, orgId, row, options.keepName ? rest : undefined);
+    return upsertOrgRow(this.db, customTools, orgId, row, options.keepName ? rest : undefined);
   }
 }

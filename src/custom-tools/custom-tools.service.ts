@@ -7,7 +7,7 @@ import type { Page } from '../common/envelope';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { OrgsRepository } from '../orgs/orgs.repository';
-import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { DatabaseConnection } from '../database/connection';
 import type { CreateCustomToolDto, CustomToolDto, UpdateCustomToolDto } from './custom-tools.dto';
 import { mapCustomTool } from './custom-tools.mapper';
 import { CustomToolsRepository, type CustomToolChanges } from './custom-tools.repository';
@@ -25,7 +25,7 @@ export interface DeleteAcknowledgement {
 @Injectable()
 export class CustomToolsService {
   constructor(
-    @Inject(DATABASE) private readonly db: Database,
+    private readonly connection: DatabaseConnection,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly repository: CustomToolsRepository,
     private readonly orgs: OrgsRepository,
@@ -53,10 +53,10 @@ export class CustomToolsService {
     const base = toolNameBase(input.label);
     for (let attempt = 1; ; attempt++) {
       try {
-        const row = await this.db.transaction(async (tx) => {
-          await this.enforceToolCap(orgId, tx);
-          const name = firstFreeToolName(base, await this.repository.namesWithBase(orgId, base, tx));
-          return this.repository.insert({ ...built.value, id, orgId, name, credentialsCiphertext: this.encrypt(built.credentials ?? null, id) }, tx);
+        const row = await this.connection.transaction(async () => {
+          await this.enforceToolCap(orgId);
+          const name = firstFreeToolName(base, await this.repository.namesWithBase(orgId, base));
+          return this.repository.insert({ ...built.value, id, orgId, name, credentialsCiphertext: this.encrypt(built.credentials ?? null, id) });
         });
         return mapCustomTool(row);
       } catch (error) {
@@ -69,8 +69,8 @@ export class CustomToolsService {
   async updateCustomTool(orgId: string, rawId: string, input: UpdateCustomToolDto): Promise<CustomToolDto> {
     const id = parseId('customTool', rawId);
     if (!id) throw ApiError.notFound('Custom tool');
-    const row = await this.db.transaction(async (tx) => {
-      const current = await this.repository.findForUpdate(orgId, id, tx);
+    const row = await this.connection.transaction(async () => {
+      const current = await this.repository.findForUpdate(orgId, id);
       if (!current) throw ApiError.notFound('Custom tool');
       const built = buildToolChanges(current, input);
       if (!built.ok) throw ApiError.validation(built.fields);
@@ -78,7 +78,7 @@ export class CustomToolsService {
       if (input.is_active !== undefined) changes.isActive = input.is_active;
       // spec: a fresh credentials object rotates them; a new type without one drops the old secrets
       if (built.credentials !== undefined) changes.credentialsCiphertext = this.encrypt(built.credentials, id);
-      return this.repository.update(orgId, id, changes, tx);
+      return this.repository.update(orgId, id, changes);
     });
     if (!row) throw ApiError.notFound('Custom tool');
     return mapCustomTool(row);
@@ -88,18 +88,18 @@ export class CustomToolsService {
   async deleteCustomTool(orgId: string, rawId: string): Promise<DeleteAcknowledgement> {
     const id = parseId('customTool', rawId);
     if (!id) throw ApiError.notFound('Custom tool');
-    await this.db.transaction(async (tx) => {
-      const name = await this.repository.deleteReturningName(orgId, id, tx);
+    await this.connection.transaction(async () => {
+      const name = await this.repository.deleteReturningName(orgId, id);
       if (name === null) throw ApiError.notFound('Custom tool');
-      await this.repository.removeToolFromAgents(orgId, name, tx);
+      await this.repository.removeToolFromAgents(orgId, name);
     });
     return { id, deleted: true };
   }
 
   /** Name generation for fixtures, in the loader's transaction. */
-  async freeToolName(orgId: string, label: string, tx: DbOrTx): Promise<string> {
+  async freeToolName(orgId: string, label: string): Promise<string> {
     const base = toolNameBase(label);
-    return firstFreeToolName(base, await this.repository.namesWithBase(orgId, base, tx));
+    return firstFreeToolName(base, await this.repository.namesWithBase(orgId, base));
   }
 
   encrypt(credentials: StoredCredentials | null, toolId: string): string | null {
@@ -107,11 +107,11 @@ export class CustomToolsService {
     return credentials ? encryptJson(this.config.encryptionKey, credentials, toolId) : null;
   }
 
-  private async enforceToolCap(orgId: string, tx: DbOrTx): Promise<void> {
-    const limits = await this.orgs.lockLimits(orgId, tx);
+  private async enforceToolCap(orgId: string): Promise<void> {
+    const limits = await this.orgs.lockLimits(orgId);
     const cap = limits?.custom_tool_slots ?? null;
     if (cap === null) return;
-    const used = await this.repository.countByOrg(orgId, tx);
+    const used = await this.repository.countByOrg(orgId);
     if (used >= cap) {
       throw new ApiError(
         ErrorCode.ValidationFailed,

@@ -1,20 +1,20 @@
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { sql } from 'drizzle-orm';
-import { drizzle as drizzleNodePg, NodePgSession } from 'drizzle-orm/node-postgres';
+import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import { migrate as migrateNodePg } from 'drizzle-orm/node-postgres/migrator';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
 import { packageRoot } from '../common/package-root';
 import type { AppConfig } from '../config/config';
-import type { Database, Transaction } from './database.types';
+import type { Database } from './database.types';
 import { drizzlePgliteClient } from './pglite-client';
 import { PgliteDirectoryLock } from './pglite-lock';
-import { QueryErrorReporter, reportingClientClass } from './query-errors';
-import { currentScope, openRequestTransaction, remainingMs, runInScope, type RequestTransaction } from './request-scope';
+import { PostgresConnections } from './pg-connections';
+import { QueryErrorReporter } from './query-errors';
+import { currentScope, openTransaction, runInScope, type OpenTransaction } from './request-scope';
 import * as schema from './schema';
 
 /**
@@ -49,52 +49,33 @@ export interface PoolStats {
 export class DatabaseConnection {
   private closed = false;
 
-  /** the root database's own `transaction`, which `db.transaction` calls outside a request transaction */
-  private readonly rootTransaction: Database['transaction'];
-
   private constructor(
     readonly kind: 'pglite' | 'postgres',
+    /** drizzle's root database: inside `transaction(...)`, every statement on it joins the transaction */
     readonly db: Database,
     private readonly closeFn: () => Promise<void>,
     private readonly migrateFn: () => Promise<void>,
+    /** how a transaction is begun when none is open */
+    private readonly beginTransaction: <T>(fn: () => Promise<T>) => Promise<T>,
     /** the embedded engine, for tests that copy a migrated database */
     readonly pglite: PGlite | null,
     /** every failed query, whichever engine (metrics subscribe) */
     readonly queryErrors: QueryErrorReporter,
-    /** the server pool (null on PGlite): its counts are the pool's gauges */
-    private readonly pool: Pool | null = null,
-    /** how a root transaction is run, when not drizzle's own */
-    rootTransaction?: Database['transaction'],
-  ) {
-    this.rootTransaction = rootTransaction ?? db.transaction.bind(db);
-    // Every transaction is ambient: inside one, queries on the root db join it, and a
-    // further `db.transaction(...)` is a savepoint of it (see request-scope.ts).
-    db.transaction = ((fn: (tx: Transaction) => Promise<unknown>, config?: Parameters<Database['transaction']>[1]) => {
-      const open = openRequestTransaction();
-      return open ? open.tx.transaction(fn) : this.ambientTransaction(fn, config);
-    }) as Database['transaction'];
-  }
+    /** the server's connections (null on PGlite): the pool's counts are its gauges */
+    private readonly postgres: PostgresConnections | null = null,
+  ) {}
 
   /**
-   * Runs `fn` in one transaction that every query of the current request
-   * joins (see request-scope.ts and docs/decisions.md, "One transaction per
-   * keyed write"): it commits when `fn` resolves, rolls back when it throws.
+   * Runs `fn` in one transaction: every query on `db` meanwhile — in any
+   * repository, prepared statements included — runs in it. It commits when
+   * `fn` resolves and rolls back when it throws. Called while one is open, it
+   * is a savepoint of it (rolled back alone when `fn` throws). This is the
+   * one way to make several statements atomic (docs/adding-a-module.md).
    */
-  requestTransaction<T>(fn: () => Promise<T>): Promise<T> {
-    return this.ambientTransaction(() => fn());
-  }
-
-  private ambientTransaction<T>(fn: (tx: Transaction) => Promise<T>, config?: Parameters<Database['transaction']>[1]): Promise<T> {
-    const deadline = currentScope()?.deadline ?? null;
-    return this.rootTransaction(async (tx: Transaction) => {
-      // the driver connection drizzle runs `tx` on: the one prepared statements on the root db must use too
-      const transaction: RequestTransaction = { tx, client: (tx as unknown as { session: { client: unknown } }).session.client, open: true };
-      try {
-        return await runInScope({ deadline, transaction }, () => fn(tx));
-      } finally {
-        transaction.open = false;
-      }
-    }, config);
+  transaction<T>(fn: () => Promise<T>): Promise<T> {
+    const open = openTransaction();
+    if (open?.tx) return open.tx.transaction(() => fn());
+    return this.beginTransaction(fn);
   }
 
   static async open(config: AppConfig, logger: ConnectionLogger): Promise<DatabaseConnection> {
@@ -105,13 +86,30 @@ export class DatabaseConnection {
   static fromPglite(client: PGlite, onClose: () => Promise<void> = () => client.close()): DatabaseConnection {
     const queryErrors = new QueryErrorReporter();
     const drizzleDb = drizzlePglite({ client: drizzlePgliteClient(client, queryErrors), schema });
+    const db = drizzleDb as unknown as Database;
+    // PGlite has one connection: the transaction's own client is bound to `open` as PGlite hands it over
+    const beginTransaction = <T>(fn: () => Promise<T>): Promise<T> => {
+      const open: OpenTransaction = { tx: null, connection: null, open: true };
+      const scope = { deadline: currentScope()?.deadline ?? null, transaction: open };
+      return runInScope(scope, () =>
+        drizzleDb.transaction(async (tx) => {
+          open.tx = tx as never;
+          try {
+            return await fn();
+          } finally {
+            open.open = false;
+          }
+        }),
+      );
+    };
     return new DatabaseConnection(
       'pglite',
-      drizzleDb as unknown as Database,
+      db,
       onClose,
       async () => {
         await migratePglite(drizzleDb, { migrationsFolder: migrationsFolder() });
       },
+      beginTransaction,
       client,
       queryErrors,
     );
@@ -142,42 +140,24 @@ export class DatabaseConnection {
 
   private static async openPostgres(config: AppConfig, logger: ConnectionLogger): Promise<DatabaseConnection> {
     const queryErrors = new QueryErrorReporter();
-    const pool = new RequestPool({
-      connectionString: config.databaseUrl!,
-      max: config.dbPoolMax,
-      Client: reportingClientClass(BoundedClient, queryErrors),
-      connectionTimeoutMillis: Math.min(config.dbStatementTimeoutMs, 5000),
-      // client-side bound on every query: a hung server cannot pile requests up
-      query_timeout: config.dbStatementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
-      statement_timeout: config.dbStatementTimeoutMs,
-      idleTimeoutMillis: 30_000,
-      keepAlive: true,
-    });
     const logError = (message: string) => (error: Error) =>
       logger.error({ err: { message: error.message, code: (error as { code?: string }).code } }, message);
-    // node-postgres emits 'error' on a client whose connection drops (server stopped, backend
-    // terminated). The pool listens only while a client is idle: a client checked out between
-    // two statements of a transaction had no listener, and the process died. Every client gets
-    // one for its whole life, at creation; the query in flight fails on its own and becomes a 503.
-    pool.on('connect', (client) => client.on('error', logError('database connection failed')));
-    pool.on('error', logError('idle database client failed'));
-    const db = drizzleNodePg(pool, { schema }) as unknown as Database;
-    // drizzle's transaction over a pool sends BEGIN before its try/finally that releases the
-    // client: a BEGIN that fails (timeout, deadline, dropped connection) leaked the client, and
-    // the pool shrank for good. Here the client is taken and released around the whole of it.
-    const root = (db as unknown as { session: { dialect: unknown; schema: unknown; options: unknown } }).session;
-    const rootTransaction = (async (fn: (tx: Transaction) => Promise<unknown>, config?: Parameters<Database['transaction']>[1]) => {
-      const client = await pool.connect();
-      try {
-        const session = new NodePgSession(client, root.dialect as never, root.schema as never, root.options as never);
-        return await session.transaction(fn as never, config);
-      } finally {
-        client.release();
-      }
-    }) as Database['transaction'];
+    const postgres = new PostgresConnections(
+      {
+        connectionString: config.databaseUrl!,
+        max: config.dbPoolMax,
+        statementTimeoutMs: config.dbStatementTimeoutMs,
+        idleTimeoutMillis: 30_000,
+        keepAlive: true,
+      },
+      queryErrors,
+      // the statement in flight on a failed connection fails on its own and becomes a 503
+      { connectionError: logError('database connection failed'), idleError: logError('idle database client failed') },
+    );
+    const pool = postgres.pool;
     return new DatabaseConnection(
       'postgres',
-      db,
+      postgres.db,
       () => pool.end(),
       async () => {
         const client = await pool.connect();
@@ -185,7 +165,7 @@ export class DatabaseConnection {
           // one instance migrates at a time; the others wait, then find nothing to do
           await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
           try {
-            await migrateNodePg(drizzleNodePg(client, { schema }), { migrationsFolder: migrationsFolder() });
+            await migrateNodePg(drizzleNodePg({ client, schema }), { migrationsFolder: migrationsFolder() });
           } finally {
             await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
           }
@@ -193,16 +173,16 @@ export class DatabaseConnection {
           client.release();
         }
       },
+      (fn) => postgres.transaction(fn),
       null,
       queryErrors,
-      pool,
-      rootTransaction,
+      postgres,
     );
   }
 
   /** Connections of the PostgreSQL pool: open, idle, and requests waiting for one (null on PGlite). */
   poolStats(): PoolStats | null {
-    const pool = this.pool;
+    const pool = this.postgres?.pool;
     return pool ? { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max } : null;
   }
 
@@ -232,130 +212,5 @@ export class DatabaseConnection {
     if (this.closed) return;
     this.closed = true;
     await this.closeFn();
-  }
-}
-
-/**
- * What a query may take beyond the server's statement_timeout before the
- * client gives up on the connection (a frozen server never answers).
- */
-export const QUERY_TIMEOUT_MARGIN_MS = 500;
-
-type QueryArgs = [config: unknown, values?: unknown, callback?: unknown];
-
-function deadlineError(what: string): Error {
-  // ETIMEDOUT: translateDatabaseError answers 503 service_unavailable
-  return Object.assign(new Error(`${what}: the request's database deadline has passed`), { code: 'ETIMEDOUT' });
-}
-
-/**
- * A node-postgres client that (1) bounds each query by the request's deadline
- * as well as the pool's query_timeout, and (2) closes its connection when a
- * query times out: the query is still running on it (or the server is
- * frozen), so anything sent next — the transaction's ROLLBACK — would wait
- * behind it, and the pool would hand the stuck connection to the next request.
- * Closed, the ROLLBACK fails at once and the pool discards the client.
- */
-class BoundedClient extends Client {
-  override query(...args: QueryArgs): never {
-    const [config, values] = args;
-    let callback = args[2];
-    const isSubmittable = typeof (config as { submit?: unknown })?.submit === 'function';
-    const remaining = remainingMs();
-    if (isSubmittable || remaining === null) return this.watch(args);
-    if (remaining === 0) {
-      const error = deadlineError('query not sent');
-      if (typeof values === 'function') callback = values;
-      if (typeof callback === 'function') {
-        process.nextTick(() => (callback as (e: Error) => void)(error));
-        return undefined as never;
-      }
-      return Promise.reject(error) as never;
-    }
-    const base = (this as unknown as { connectionParameters: { query_timeout?: number } }).connectionParameters.query_timeout ?? Infinity;
-    const text = typeof config === 'string' ? { text: config } : (config as object);
-    return this.watch([{ ...text, query_timeout: Math.min(base, remaining) }, values, callback]);
-  }
-
-  private watch([config, values, callback]: QueryArgs): never {
-    const abandonOnTimeout = (error: unknown) => {
-      if (error instanceof Error && error.message === 'Query read timeout') void this.end().catch(() => undefined);
-    };
-    const query = super.query.bind(this) as (...a: unknown[]) => unknown;
-    if (typeof values === 'function' || typeof callback === 'function') {
-      const cb = (typeof values === 'function' ? values : callback) as (e: unknown, r: unknown) => void;
-      const wrapped = (error: unknown, result: unknown) => {
-        abandonOnTimeout(error);
-        cb(error, result);
-      };
-      return (typeof values === 'function' ? query(config, wrapped) : query(config, values, wrapped)) as never;
-    }
-    const result = (values === undefined ? query(config) : query(config, values)) as Promise<unknown> | undefined;
-    if (result && typeof (result as Promise<unknown>).then === 'function' && (config as { submit?: unknown })?.submit === undefined) {
-      return (result as Promise<unknown>).catch((error: unknown) => {
-        abandonOnTimeout(error);
-        throw error;
-      }) as never;
-    }
-    return result as never;
-  }
-}
-
-/**
- * The pool drizzle's root database runs on. While a request transaction is
- * open, its queries — prepared statements built on the root db included —
- * run on that transaction's connection (on a pool connection they would not
- * see its uncommitted rows, and would not be part of it). Waiting for a
- * connection is bounded by the request's deadline.
- */
-class RequestPool extends Pool {
-  constructor(config: PoolConfig) {
-    super(config);
-    const poolQuery = this.query.bind(this) as (...a: unknown[]) => unknown;
-    this.query = ((...args: unknown[]) => {
-      const transaction = openRequestTransaction();
-      if (transaction) return (transaction.client as PoolClient).query(...(args as [string]));
-      // promise form only (drizzle's): a callback caller gets the pool's own behaviour
-      if (remainingMs() === null || args.some((arg) => typeof arg === 'function')) return poolQuery(...args);
-      return this.queryWithinDeadline(args);
-    }) as Pool['query'];
-  }
-
-  private async queryWithinDeadline(args: unknown[]): Promise<unknown> {
-    const client = await this.connect();
-    try {
-      return await client.query(...(args as [string]));
-    } finally {
-      client.release();
-    }
-  }
-
-  override connect(): Promise<PoolClient>;
-  override connect(callback: (err: Error | undefined, client: PoolClient | undefined, done: (release?: unknown) => void) => void): void;
-  override connect(callback?: (err: Error | undefined, client: PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<PoolClient> | void {
-    if (callback) return super.connect(callback);
-    const remaining = remainingMs();
-    // an idle connection and no one waiting: the pool hands it over on the next tick, no wait to bound
-    const immediate = this.idleCount > 0 && this.waitingCount === 0;
-    const pending = super.connect();
-    if (remaining === null || immediate) return pending;
-    return new Promise<PoolClient>((resolve, reject) => {
-      let late = false;
-      const timer = setTimeout(() => {
-        late = true;
-        reject(deadlineError('no database connection'));
-      }, remaining);
-      pending.then(
-        (client) => {
-          clearTimeout(timer);
-          if (late) client.release();
-          else resolve(client);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error as Error);
-        },
-      );
-    });
   }
 }

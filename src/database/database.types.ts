@@ -7,7 +7,5 @@ export type Schema = typeof schema;
 /** The common type of the PGlite and node-postgres Drizzle databases. */
 export type Database = PgDatabase<PgQueryResultHKT, Schema>;
 export type Transaction = PgTransaction<PgQueryResultHKT, Schema, ExtractTablesWithRelations<Schema>>;
-/** Repositories take `tx ?? db`, so a service can run several of them in one transaction. */
-export type DbOrTx = Database | Transaction;
 
 export const DATABASE = Symbol('DATABASE');

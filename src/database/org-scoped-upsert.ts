@@ -1,6 +1,6 @@
 import { eq, getTableColumns, sql, type SQL } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
-import type { DbOrTx } from './database.types';
+import type { Database } from './database.types';
 import type { OrgScopedTable } from './org-scoped-reads';
 
 /**
@@ -10,7 +10,7 @@ import type { OrgScopedTable } from './org-scoped-reads';
  * returned: the caller tells such a row apart by its absence.
  */
 export async function upsertOrgRows<T extends OrgScopedTable>(
-  tx: DbOrTx,
+  db: Database,
   table: T,
   orgId: string,
   rows: Array<T['$inferInsert']>,
@@ -21,7 +21,7 @@ export async function upsertOrgRows<T extends OrgScopedTable>(
   const columns = getTableColumns(table as PgTable);
   const set: Record<string, SQL> = {};
   for (const key of update) set[key] = sql`excluded.${sql.identifier(columns[key].name)}`;
-  const written = await tx
+  const written = await db
     .insert(table as PgTable)
     .values(rows.map((row) => ({ ...row, orgId })))
     .onConflictDoUpdate({ target: table.id, set, setWhere: eq(table.orgId, orgId) })
@@ -36,14 +36,14 @@ export async function upsertOrgRows<T extends OrgScopedTable>(
  * is then false.
  */
 export async function upsertOrgRow<T extends OrgScopedTable>(
-  tx: DbOrTx,
+  db: Database,
   table: T,
   orgId: string,
   row: T['$inferInsert'],
   set?: Record<string, unknown>,
 ): Promise<boolean> {
   const { id: _id, orgId: _org, ...changes } = row as Record<string, unknown>;
-  const written = await tx
+  const written = await db
     .insert(table as PgTable)
     .values({ ...row, orgId })
     .onConflictDoUpdate({ target: table.id, set: set ?? changes, setWhere: eq(table.orgId, orgId) })
@@ -53,12 +53,12 @@ export async function upsertOrgRow<T extends OrgScopedTable>(
 
 /** `upsertOrgRow` for several rows: the ids written (another organization's ids are missing). */
 export async function upsertOrgRowsOneByOne<T extends OrgScopedTable>(
-  tx: DbOrTx,
+  db: Database,
   table: T,
   orgId: string,
   rows: Array<T['$inferInsert']>,
 ): Promise<string[]> {
   const written: string[] = [];
-  for (const row of rows) if (await upsertOrgRow(tx, table, orgId, row)) written.push((row as { id: string }).id);
+  for (const row of rows) if (await upsertOrgRow(db, table, orgId, row)) written.push((row as { id: string }).id);
   return written;
 }

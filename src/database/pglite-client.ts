@@ -1,6 +1,6 @@
 import { types, type PGlite, type QueryOptions, type Transaction } from '@electric-sql/pglite';
 import { QueryErrorReporter, reportingQuery } from './query-errors';
-import { openRequestTransaction } from './request-scope';
+import { openTransaction } from './request-scope';
 
 /**
  * The types drizzle-orm's PGlite driver asks to receive as text (it maps
@@ -24,41 +24,50 @@ const PROBE = '2026-01-01 00:00:00+00';
 type Queryable = Pick<PGlite, 'query'>;
 
 /**
- * The PGlite client drizzle is given. PGlite copies its whole parser table
- * for every query that carries drizzle's `parsers` option; here those
- * identity text parsers are installed once and the per-query option is
- * dropped when it asks for exactly them (same rows, no copy; the cost is in
- * docs/performance.md). Anything else passes through untouched.
+ * The PGlite client drizzle is given: an object of ours with the two methods
+ * drizzle's PGlite driver calls, `query` and `transaction`.
+ *
+ * - PGlite copies its whole parser table for every query that carries
+ *   drizzle's `parsers` option; here those identity text parsers are
+ *   installed once and the per-query option is dropped when it asks for
+ *   exactly them (same rows, no copy; the cost is in docs/performance.md).
+ * - A query issued while a transaction is open (`DatabaseConnection.
+ *   transaction`) runs in it: PGlite has one connection, and a query outside
+ *   the open transaction would wait for it to end (the caller awaiting it:
+ *   deadlock).
+ * - Failed queries are reported (metrics); a query on a closed PGlite fails
+ *   with SQLSTATE 08003 (connection does not exist), so it answers 503.
  */
 export function drizzlePgliteClient(client: PGlite, queryErrors = new QueryErrorReporter()): PGlite {
   for (const oid of DRIZZLE_TEXT_TYPES) client.parsers[oid] = asText;
-  const adapter = Object.create(null) as Pick<PGlite, 'query' | 'transaction'> & { parsers: PGlite['parsers'] };
-  // failed queries are reported (metrics); inside a transaction its own (reporting) client does it
-  const direct = reportingQuery(withoutTextParsers(client), queryErrors);
-  // a query issued while a request transaction is open runs in it: PGlite has one connection, and
-  // a query outside the open transaction would wait for it to end (the request awaiting it: deadlock)
-  adapter.query = ((query: string, params?: unknown[], options?: QueryOptions) => {
-    const open = openRequestTransaction();
-    return open ? (open.client as Transaction).query(query, params, options) : direct(query, params, options);
-  }) as PGlite['query'];
-  adapter.transaction = (callback) => client.transaction((tx) => callback(transactionWithoutTextParsers(tx, queryErrors)));
-  // drizzle reads nothing else of its client but `query` and `transaction`; parsers for tests
-  adapter.parsers = client.parsers;
+  const direct = reportingQuery(withoutTextParsers(client, client), queryErrors);
+  const adapter = {
+    query: (query: string, params?: unknown[], options?: QueryOptions) => {
+      const open = openTransaction();
+      const connection = open?.connection as Queryable | null | undefined;
+      return connection ? connection.query(query, params, options) : direct(query, params, options);
+    },
+    transaction: <T>(callback: (tx: Transaction) => Promise<T>) =>
+      client.transaction((tx) => {
+        const own: Queryable = { query: reportingQuery(withoutTextParsers(tx, client), queryErrors) };
+        // the transaction DatabaseConnection opened: statements on the root database now run here
+        const open = openTransaction();
+        if (open && open.connection === null) open.connection = own;
+        return callback(own as Transaction);
+      }),
+    // drizzle reads nothing else of its client; parsers for tests
+    parsers: client.parsers,
+  };
   return adapter as unknown as PGlite;
-}
-
-function transactionWithoutTextParsers(tx: Transaction, queryErrors: QueryErrorReporter): Transaction {
-  // the transaction object is made of closures: inherit it, override query
-  const wrapped = Object.create(tx) as Transaction;
-  Object.defineProperty(wrapped, 'query', { value: reportingQuery(withoutTextParsers(tx), queryErrors) });
-  return wrapped;
 }
 
 const plainOptions = new WeakMap<QueryOptions, QueryOptions | undefined>();
 
-function withoutTextParsers(target: Queryable): PGlite['query'] {
-  return ((query: string, params?: unknown[], options?: QueryOptions) =>
-    target.query(query, params, options?.parsers ? plain(options) : options)) as PGlite['query'];
+function withoutTextParsers(target: Queryable, owner: PGlite): PGlite['query'] {
+  return (async (query: string, params?: unknown[], options?: QueryOptions) => {
+    if (owner.closed) throw Object.assign(new Error('the embedded database is closed'), { code: '08003' });
+    return target.query(query, params, options?.parsers ? plain(options) : options);
+  }) as PGlite['query'];
 }
 
 /** The options without `parsers` when those only keep text types as text (drizzle's); computed once per options object. */

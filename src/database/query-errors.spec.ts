@@ -1,4 +1,4 @@
-import { QueryErrorReporter, reportingClientClass, reportingQuery } from './query-errors';
+import { QueryErrorReporter, reportingQuery } from './query-errors';
 
 const failure = Object.assign(new Error('duplicate key'), { code: '23505' });
 
@@ -41,23 +41,5 @@ describe('reportingQuery: every failed query is reported once, and the caller st
     leave();
     await expect(reportingQuery(() => Promise.reject(failure), reporter)()).rejects.toBe(failure);
     expect(seen).toEqual([]);
-  });
-});
-
-describe('reportingClientClass', () => {
-  test('the subclass reports, keeps `this` and the base class behaviour', async () => {
-    class FakeClient {
-      constructor(readonly name: string) {}
-      query(text: string): Promise<string> {
-        return text === 'bad' ? Promise.reject(failure) : Promise.resolve(`${this.name}:${text}`);
-      }
-    }
-    const { reporter, seen } = collect();
-    const Reporting = reportingClientClass(FakeClient, reporter);
-    const client = new Reporting('c1');
-    expect(client).toBeInstanceOf(FakeClient);
-    await expect(client.query('ok')).resolves.toBe('c1:ok');
-    await expect(client.query('bad')).rejects.toBe(failure);
-    expect(seen).toEqual([failure]);
   });
 });

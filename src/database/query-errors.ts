@@ -45,13 +45,3 @@ export function reportingQuery<Q extends DriverQuery>(query: Q, reporter: QueryE
     return result;
   } as Q;
 }
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a mixin's base takes any arguments; query's are the driver's
-type QueryingClass = new (...args: any[]) => { query: (...args: any[]) => unknown };
-
-/** A node-postgres Client class whose queries report their failures (the pool's `Client` option). */
-export function reportingClientClass<C extends QueryingClass>(Base: C, reporter: QueryErrorReporter): C {
-  class ReportingClient extends Base {}
-  ReportingClient.prototype.query = reportingQuery(Base.prototype.query as DriverQuery, reporter);
-  return ReportingClient;
-}

@@ -2,31 +2,28 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Transaction } from './database.types';
 
 /**
- * What the database layer knows about the request it is serving, carried by
- * AsyncLocalStorage so that repositories need no extra argument:
+ * What the database layer knows about the work it is serving, carried by
+ * AsyncLocalStorage so that repositories need no extra argument. This is the
+ * only place it is kept; `DatabaseConnection` is the only writer.
  *
  * - `deadline`: every query of the request (pool wait included) ends by then,
  *   so a request is bounded whatever the database does;
- * - `transaction`: the transaction open in this request, if any — the request
- *   transaction of a keyed write (`DatabaseConnection.requestTransaction`) or
- *   a service's own `db.transaction(...)`. Every query issued meanwhile runs
- *   on its connection: queries on the root `db` and prepared statements built
- *   on it included, and a nested `db.transaction(...)` is a savepoint of it.
- *   So a repository called without its `tx` inside a transaction still joins
- *   it (on PGlite, with one connection, it would otherwise wait for it forever).
+ * - `transaction`: the transaction `DatabaseConnection.transaction` opened,
+ *   if any. Every query on the injected database meanwhile runs on its
+ *   connection, and a further `transaction(...)` is a savepoint of it.
  */
 export interface DatabaseScope {
-  /** epoch milliseconds; null: only the per-query timeouts apply */
+  /** epoch milliseconds; null: only the per-query bound applies */
   readonly deadline: number | null;
-  readonly transaction: RequestTransaction | null;
+  readonly transaction: OpenTransaction | null;
 }
 
-export interface RequestTransaction {
-  /** the Drizzle transaction services' `db.transaction(...)` nests in */
-  readonly tx: Transaction;
-  /** the driver connection of `tx` (a node-postgres PoolClient or a PGlite transaction) */
-  readonly client: unknown;
-  /** false once committed or rolled back: work that outlives the request falls back to the pool */
+export interface OpenTransaction {
+  /** drizzle's transaction, once begun: a nested `transaction(...)` is its savepoint */
+  tx: Transaction | null;
+  /** the engine's connection the transaction runs on, once begun */
+  connection: unknown;
+  /** false once committed or rolled back: work that outlives it runs on the pool */
   open: boolean;
 }
 
@@ -36,8 +33,8 @@ export function currentScope(): DatabaseScope | undefined {
   return storage.getStore();
 }
 
-/** The open request transaction of the current request, if any. */
-export function openRequestTransaction(): RequestTransaction | null {
+/** The transaction open in the current context, if any. */
+export function openTransaction(): OpenTransaction | null {
   const transaction = storage.getStore()?.transaction;
   return transaction?.open ? transaction : null;
 }
@@ -56,6 +53,14 @@ export const REQUEST_DATABASE_MARGIN_MS = 500;
  */
 export function requestDatabaseScope(startedAt: number, statementTimeoutMs: number): DatabaseScope {
   return { deadline: startedAt + statementTimeoutMs + REQUEST_DATABASE_MARGIN_MS, transaction: null };
+}
+
+/**
+ * What the HTTP layer calls once per request, when its body has been read:
+ * runs `fn` (the rest of the pipeline) under the request's database deadline.
+ */
+export function runWithRequestDeadline<T>(statementTimeoutMs: number, fn: () => T): T {
+  return storage.run(requestDatabaseScope(Date.now(), statementTimeoutMs), fn);
 }
 
 export function runInScope<T>(scope: DatabaseScope, fn: () => T): T {

@@ -4,7 +4,7 @@ import { ApiError, ErrorCode } from '../common/api-error';
 import { renderErrorBody } from '../common/error-body';
 import { requestLineLogger } from '../common/logger';
 import { REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from '../common/request-context';
-import { requestDatabaseScope, runInScope } from '../database/request-scope';
+import { runWithRequestDeadline } from '../database/request-scope';
 import { UNMATCHED_ROUTE } from '../metrics/metrics';
 import type { HttpLayer } from './adapter';
 
@@ -80,7 +80,7 @@ export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, 
   });
   fastify.addHook('preHandler', (request, _reply, done) => {
     layer.tracker.handling(request);
-    runInScope(requestDatabaseScope(Date.now(), dbStatementTimeoutMs), () => done());
+    runWithRequestDeadline(dbStatementTimeoutMs, () => done());
   });
   fastify.addHook('onResponse', (request, reply, done) => {
     endRequest(layer, request, reply);

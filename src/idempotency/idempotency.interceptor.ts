@@ -107,7 +107,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     // answers with the winner's record is counted replayed or conflict instead
     const executed = () => this.metrics.idempotencyOutcome('executed');
     try {
-      const body = await this.connection.requestTransaction(async () => {
+      const body = await this.connection.transaction(async () => {
         const result = await lastValueFrom(next.handle(), { defaultValue: undefined });
         const stored = await this.recordInTransaction(attempt, { fingerprint, status: successStatus, body: result });
         // a concurrent request with this key committed first: undo this one's write, answer that one's

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { eq, sql } from 'drizzle-orm';
 import { newId } from '../../libs/ids/ids';
-import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { DATABASE, type Database } from '../database/database.types';
 import { orgs, sources, type OrgLimits } from '../database/schema';
 import type { OrgRow } from './orgs.mapper';
 
@@ -21,20 +21,20 @@ export class OrgsRepository {
   }
 
   /** The organization with this slug (fixture loads match organizations given without an id; deliberately across organizations). */
-  async findIdBySlug(slug: string, tx: DbOrTx = this.db): Promise<string | null> {
-    const [row] = await tx.select({ id: orgs.id }).from(orgs).where(eq(orgs.slug, slug));
+  async findIdBySlug(slug: string): Promise<string | null> {
+    const [row] = await this.db.select({ id: orgs.id }).from(orgs).where(eq(orgs.slug, slug));
     return row?.id ?? null;
   }
 
   /** Whether any organization exists (first-run detection; deliberately across organizations). */
-  async anyExists(tx: DbOrTx = this.db): Promise<boolean> {
-    const rows = await tx.select({ id: orgs.id }).from(orgs).limit(1);
+  async anyExists(): Promise<boolean> {
+    const rows = await this.db.select({ id: orgs.id }).from(orgs).limit(1);
     return rows.length > 0;
   }
 
-  async upsert(row: NewOrgRow, tx: DbOrTx = this.db): Promise<void> {
+  async upsert(row: NewOrgRow): Promise<void> {
     const { id: _id, createdAt: _createdAt, ...changes } = row;
-    await tx
+    await this.db
       .insert(orgs)
       .values(row)
       .onConflictDoUpdate({ target: orgs.id, set: { ...changes, updatedAt: new Date() } });
@@ -48,14 +48,14 @@ export class OrgsRepository {
    * blocking the foreign-key checks of other inserts into the organization's
    * tables. The one place this lock is taken.
    */
-  async lockLimits(orgId: string, tx: DbOrTx = this.db): Promise<OrgLimits | null> {
-    const [row] = await tx.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('no key update');
+  async lockLimits(orgId: string): Promise<OrgLimits | null> {
+    const [row] = await this.db.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('no key update');
     return row?.limits ?? null;
   }
 
   /** spec: the upload source is an organization-wide singleton created with the organization */
-  async ensureUploadSource(orgId: string, tx: DbOrTx = this.db): Promise<void> {
-    await tx
+  async ensureUploadSource(orgId: string): Promise<void> {
+    await this.db
       .insert(sources)
       .values({ id: newId('source'), orgId, type: 'upload', name: 'Uploaded files', syncStatus: 'ready', documentCount: 0 })
       .onConflictDoNothing({ target: sources.orgId, where: sql`${sources.type} = 'upload'` });

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { newId } from '../../libs/ids/ids';
 import { ApiError } from '../common/api-error';
-import type { DbOrTx } from '../database/database.types';
 import type { OrgCredits, OrgLimits, OrgTrial } from '../database/schema';
 import { ORG_STATUSES, type OrgDto } from './orgs.dto';
 import { mapOrg } from './orgs.mapper';
@@ -52,7 +51,7 @@ export class OrgsService {
   }
 
   /** Creates or updates an organization and its upload source singleton. */
-  async upsertOrg(input: OrgInput, tx?: DbOrTx): Promise<string> {
+  async upsertOrg(input: OrgInput): Promise<string> {
     const id = input.id ?? newId('org', input.createdAt);
     if (input.status !== undefined && !(ORG_STATUSES as readonly string[]).includes(input.status)) {
       throw ApiError.field('status', `must be one of ${ORG_STATUSES.join(', ')}`);
@@ -77,15 +76,14 @@ export class OrgsService {
         trial: input.trial ?? null,
         ...(input.createdAt ? { createdAt: input.createdAt } : {}),
       },
-      tx,
     );
-    await this.repository.ensureUploadSource(id, tx);
+    await this.repository.ensureUploadSource(id);
     return id;
   }
 
   /** The organization with this slug, if any (slugs are unique). */
-  findIdBySlug(slug: string, tx?: DbOrTx): Promise<string | null> {
-    return this.repository.findIdBySlug(slug, tx);
+  findIdBySlug(slug: string): Promise<string | null> {
+    return this.repository.findIdBySlug(slug);
   }
 
   anyOrgExists(): Promise<boolean> {

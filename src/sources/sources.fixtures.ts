@@ -14,7 +14,6 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
-import type { Transaction } from '../database/database.types';
 import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { SOURCE_TYPES, SYNC_STATUSES } from './sources.dto';
 import { SourcesRepository, UPLOAD_SOURCE_NAME, type NewDocumentRow, type NewSourceRow } from './sources.repository';
@@ -122,21 +121,21 @@ export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource
     return parsed;
   }
 
-  async write(tx: Transaction, orgId: string, entries: ParsedSource[], ctx: FixtureContext): Promise<void> {
+  async write(orgId: string, entries: ParsedSource[], ctx: FixtureContext): Promise<void> {
     for (const [index, { source, documents }] of entries.entries()) {
       const at = this.itemPath(ctx, index);
       let id = source.id;
       if (source.type === 'upload') {
         // the organization's upsert has already ensured a singleton: the fixture's upload source lands on it
-        const existing = await this.repository.findUpload(orgId, tx);
+        const existing = await this.repository.findUpload(orgId);
         if (existing && id === null) id = existing.id;
-        else if (existing && existing.id !== id) await this.repository.deleteWithDocuments(orgId, existing.id, tx);
+        else if (existing && existing.id !== id) await this.repository.deleteWithDocuments(orgId, existing.id);
         id ??= newId('source');
       }
-      const written = await this.repository.upsert({ ...source, id: id!, orgId }, tx);
+      const written = await this.repository.upsert({ ...source, id: id!, orgId });
       this.requireAllWritten([{ id: id! }], written ? [id!] : [], 'source', () => at);
       const rows = documents.map((doc) => ({ ...doc, orgId, sourceId: id! }));
-      this.requireAllWritten(rows, await this.repository.upsertDocuments(orgId, rows, tx), 'document', (i) => `${at}.documents[${i}]`);
+      this.requireAllWritten(rows, await this.repository.upsertDocuments(orgId, rows), 'document', (i) => `${at}.documents[${i}]`);
     }
   }
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { and, count, eq, ne, sql } from 'drizzle-orm';
 import { newId } from '../../libs/ids/ids';
 import type { PageRequest } from '../common/pagination';
-import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { DATABASE, type Database } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRow, upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
 import { agents, documents, sources } from '../database/schema';
@@ -29,8 +29,8 @@ export class SourcesRepository {
     return this.reads.listPage(orgId, page);
   }
 
-  async findForUpdate(orgId: string, id: string, tx: DbOrTx): Promise<SourceRow | null> {
-    const [row] = await tx
+  async findForUpdate(orgId: string, id: string): Promise<SourceRow | null> {
+    const [row] = await this.db
       .select()
       .from(sources)
       .where(and(eq(sources.orgId, orgId), eq(sources.id, id)))
@@ -38,8 +38,8 @@ export class SourcesRepository {
     return row ?? null;
   }
 
-  async findUpload(orgId: string, tx: DbOrTx = this.db): Promise<SourceRow | null> {
-    const [row] = await tx
+  async findUpload(orgId: string): Promise<SourceRow | null> {
+    const [row] = await this.db
       .select()
       .from(sources)
       .where(and(eq(sources.orgId, orgId), eq(sources.type, 'upload')));
@@ -48,31 +48,31 @@ export class SourcesRepository {
 
 
   /** Sources that count against `limits.sources`: all but the upload singleton. */
-  async countCapped(orgId: string, tx: DbOrTx = this.db): Promise<number> {
-    const [row] = await tx
+  async countCapped(orgId: string): Promise<number> {
+    const [row] = await this.db
       .select({ n: count() })
       .from(sources)
       .where(and(eq(sources.orgId, orgId), ne(sources.type, 'upload')));
     return Number(row?.n ?? 0);
   }
 
-  async insert(row: NewSourceRow, tx: DbOrTx = this.db): Promise<SourceRow> {
-    const [created] = await tx.insert(sources).values(row).returning();
+  async insert(row: NewSourceRow): Promise<SourceRow> {
+    const [created] = await this.db.insert(sources).values(row).returning();
     return created;
   }
 
   /** A fresh, empty upload singleton (after the old one was deleted). */
-  async insertUploadSingleton(orgId: string, tx: DbOrTx): Promise<void> {
-    await tx
+  async insertUploadSingleton(orgId: string): Promise<void> {
+    await this.db
       .insert(sources)
       .values({ id: newId('source'), orgId, type: 'upload', name: UPLOAD_SOURCE_NAME, syncStatus: 'ready', documentCount: 0 })
       .onConflictDoNothing({ target: sources.orgId, where: sql`${sources.type} = 'upload'` });
   }
 
   /** Deletes the source and its documents; returns false when there was no such source. */
-  async deleteWithDocuments(orgId: string, id: string, tx: DbOrTx): Promise<boolean> {
-    await tx.delete(documents).where(and(eq(documents.orgId, orgId), eq(documents.sourceId, id)));
-    const rows = await tx
+  async deleteWithDocuments(orgId: string, id: string): Promise<boolean> {
+    await this.db.delete(documents).where(and(eq(documents.orgId, orgId), eq(documents.sourceId, id)));
+    const rows = await this.db
       .delete(sources)
       .where(and(eq(sources.orgId, orgId), eq(sources.id, id)))
       .returning({ id: sources.id });
@@ -83,8 +83,8 @@ export class SourcesRepository {
    * Removes every `data_sources` entry naming the source from every agent of
    * the organization, soft-deleted ones included. Returns how many changed.
    */
-  async removeSourceFromAgents(orgId: string, sourceId: string, tx: DbOrTx): Promise<number> {
-    const rows = await tx
+  async removeSourceFromAgents(orgId: string, sourceId: string): Promise<number> {
+    const rows = await this.db
       .update(agents)
       .set({
         dataSources: sql`coalesce((select jsonb_agg(ref.value order by ref.ordinality) from jsonb_array_elements(${agents.dataSources}) with ordinality as ref(value, ordinality) where ref.value->>'source_id' is distinct from ${sourceId}), '[]'::jsonb)`,
@@ -96,12 +96,12 @@ export class SourcesRepository {
   }
 
   /** Fixture upsert by id, scoped to the organization: false when the id is another organization's. */
-  upsert(row: NewSourceRow, tx: DbOrTx): Promise<boolean> {
-    return upsertOrgRow(tx, sources, row.orgId, row);
+  upsert(row: NewSourceRow): Promise<boolean> {
+    return upsertOrgRow(this.db, sources, row.orgId, row);
   }
 
   /** Returns the document ids written (another organization's ids are not). */
-  upsertDocuments(orgId: string, rows: NewDocumentRow[], tx: DbOrTx): Promise<string[]> {
-    return upsertOrgRowsOneByOne(tx, documents, orgId, rows);
+  upsertDocuments(orgId: string, rows: NewDocumentRow[]): Promise<string[]> {
+    return upsertOrgRowsOneByOne(this.db, documents, orgId, rows);
   }
 }

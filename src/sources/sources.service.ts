@@ -1,10 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { newId, parseId } from '../../libs/ids/ids';
 import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
 import type { Page } from '../common/envelope';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { OrgsRepository } from '../orgs/orgs.repository';
-import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { DatabaseConnection } from '../database/connection';
 import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import { connectorSourceRefused, uploadSourceConflict, type CreateSourceDto, type SourceDto } from './sources.dto';
 import { mapSource } from './sources.mapper';
@@ -14,7 +14,7 @@ import { sourceConfigProblems, sourceConfigRow } from './sources.rules';
 @Injectable()
 export class SourcesService {
   constructor(
-    @Inject(DATABASE) private readonly db: Database,
+    private readonly connection: DatabaseConnection,
     private readonly repository: SourcesRepository,
     private readonly orgs: OrgsRepository,
     private readonly paginator: Paginator,
@@ -44,8 +44,8 @@ export class SourcesService {
     Object.assign(fields, sourceConfigProblems(input.type, input.config));
     if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
 
-    const row = await this.db.transaction(async (tx) => {
-      await this.enforceSourceCap(orgId, tx);
+    const row = await this.connection.transaction(async () => {
+      await this.enforceSourceCap(orgId);
       return this.repository.insert(
         {
           id: newId('source'),
@@ -56,7 +56,6 @@ export class SourcesService {
           documentCount: null,
           config: sourceConfigRow(input.type, input.config),
         },
-        tx,
       );
     });
     return mapSource(row);
@@ -72,21 +71,21 @@ export class SourcesService {
   async deleteSource(orgId: string, rawId: string): Promise<DeleteAcknowledgementDto> {
     const id = parseId('source', rawId);
     if (!id) throw ApiError.notFound('Source');
-    await this.db.transaction(async (tx) => {
-      const row = await this.repository.findForUpdate(orgId, id, tx);
+    await this.connection.transaction(async () => {
+      const row = await this.repository.findForUpdate(orgId, id);
       if (!row) throw ApiError.notFound('Source');
-      if (!(await this.repository.deleteWithDocuments(orgId, id, tx))) throw ApiError.notFound('Source');
-      await this.repository.removeSourceFromAgents(orgId, id, tx);
-      if (row.type === 'upload') await this.repository.insertUploadSingleton(orgId, tx);
+      if (!(await this.repository.deleteWithDocuments(orgId, id))) throw ApiError.notFound('Source');
+      await this.repository.removeSourceFromAgents(orgId, id);
+      if (row.type === 'upload') await this.repository.insertUploadSingleton(orgId);
     });
     return { id, deleted: true };
   }
 
-  private async enforceSourceCap(orgId: string, tx: DbOrTx): Promise<void> {
-    const limits = await this.orgs.lockLimits(orgId, tx);
+  private async enforceSourceCap(orgId: string): Promise<void> {
+    const limits = await this.orgs.lockLimits(orgId);
     const cap = limits?.sources ?? null;
     if (cap === null) return;
-    const used = await this.repository.countCapped(orgId, tx);
+    const used = await this.repository.countCapped(orgId);
     if (used >= cap) {
       throw new ApiError(ErrorCode.ValidationFailed, `Plan limit reached: limits.sources allows ${cap} sources.`, {
         fields: { 'limits.sources': [`plan allows at most ${cap} sources (the upload source does not count)`] },

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { IsBoolean, IsEmail, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
-import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { MEMBER_ROLES } from './team.dto';
 import { TeamRepository, type NewMemberRow } from './team.repository';
@@ -54,7 +53,7 @@ export class MembersFixtureSection extends RegisteredFixtureSection<NewMemberRow
     return rows;
   }
 
-  async write(tx: Transaction, orgId: string, rows: NewMemberRow[], ctx: FixtureContext): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'member', (i) => this.itemPath(ctx, i));
+  async write(orgId: string, rows: NewMemberRow[], ctx: FixtureContext): Promise<void> {
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows), 'member', (i) => this.itemPath(ctx, i));
   }
 }

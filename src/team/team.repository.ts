@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { desc, eq, sql } from 'drizzle-orm';
-import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { DATABASE, type Database } from '../database/database.types';
 import { upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
 import { members } from '../database/schema';
 import type { MemberRow } from './team.mapper';
@@ -25,7 +25,7 @@ export class TeamRepository {
   }
 
   /** Fixture load: returns the ids written (another organization's ids are not). */
-  upsertMany(orgId: string, rows: NewMemberRow[], tx: DbOrTx = this.db): Promise<string[]> {
-    return upsertOrgRowsOneByOne(tx, members, orgId, rows);
+  upsertMany(orgId: string, rows: NewMemberRow[]): Promise<string[]> {
+    return upsertOrgRowsOneByOne(this.db, members, orgId, rows);
   }
 }

@@ -4,7 +4,6 @@ import { IsBoolean, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max
 import { newId } from '../../libs/ids/ids';
 import { cascadeStateOf } from '../agents/agents.fixtures';
 import { BOUNDS } from '../common/input-bounds';
-import type { Transaction } from '../database/database.types';
 import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CRON_SCHEDULED_EVENT, isCustomTrigger } from './triggers.dto';
 import { TriggersRepository, type NewTriggerRow } from './triggers.repository';
@@ -96,7 +95,7 @@ export class TriggersFixtureSection extends RegisteredFixtureSection<NewTriggerR
     });
   }
 
-  async write(tx: Transaction, orgId: string, rows: NewTriggerRow[], ctx: FixtureContext): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows, tx), 'trigger', (i) => this.itemPath(ctx, i));
+  async write(orgId: string, rows: NewTriggerRow[], ctx: FixtureContext): Promise<void> {
+    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows), 'trigger', (i) => this.itemPath(ctx, i));
   }
 }

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { PageRequest } from '../common/pagination';
-import { DATABASE, type Database, type DbOrTx } from '../database/database.types';
+import { DATABASE, type Database } from '../database/database.types';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { triggers } from '../database/schema';
@@ -39,7 +39,7 @@ export class TriggersRepository {
   }
 
   /** Upsert by id, scoped to the org; returns the ids written. */
-  upsertMany(orgId: string, rows: NewTriggerRow[], tx: DbOrTx = this.db): Promise<string[]> {
-    return upsertOrgRows(tx, triggers, orgId, rows, ['agentId', 'connectorId', 'connectorType', 'event', 'isActive', 'conditions', 'settings', 'schedule', 'webhookId', 'webhookStatus', 'deactivatedReason', 'deactivatedAt', 'createdAt', 'updatedAt']);
+  upsertMany(orgId: string, rows: NewTriggerRow[]): Promise<string[]> {
+    return upsertOrgRows(this.db, triggers, orgId, rows, ['agentId', 'connectorId', 'connectorType', 'event', 'isActive', 'conditions', 'settings', 'schedule', 'webhookId', 'webhookStatus', 'deactivatedReason', 'deactivatedAt', 'createdAt', 'updatedAt']);
   }
 }

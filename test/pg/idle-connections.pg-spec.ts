@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { sql } from 'drizzle-orm';
+import { Client } from 'pg';
+import { createOrg, type TestOrg } from '../support/factories';
+import { startTestCluster, type TestCluster } from '../support/pg-cluster';
+import { createTestApp, type TestApp } from '../support/test-app';
+
+/**
+ * A pooled connection whose backend died while it sat idle (terminated by an
+ * administrator, a failover, a balancer's idle cut) costs no request: the
+ * statement that finds it dead, before anything else ran on it, runs again on
+ * another connection. A connection that dies in the middle of a transaction
+ * is not retried: part of the work ran on it, and running it again could
+ * apply a write twice.
+ */
+const POOL_MAX = 4;
+
+interface Sample {
+  status: number;
+  code?: string;
+}
+
+describe('connections that die while idle (server engine)', () => {
+  let cluster: TestCluster;
+  let t: TestApp;
+  let base: string;
+  let org: TestOrg;
+  let admin: Client;
+
+  beforeAll(async () => {
+    cluster = startTestCluster();
+    t = await createTestApp({ databaseUrl: cluster.url, dbStatementTimeoutMs: 2_000, dbPoolMax: POOL_MAX });
+    await t.app.listen(0, '127.0.0.1');
+    base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}/api/v1`;
+    org = await createOrg(t.app, { limits: { agents: null } });
+    admin = new Client({ connectionString: cluster.url });
+    await admin.connect();
+  }, 60_000);
+
+  afterAll(async () => {
+    await admin?.end().catch(() => undefined);
+    await t?.close().catch(() => undefined);
+    cluster?.destroy();
+  });
+
+  /**
+   * Terminates the backends that have sat idle for 20 ms: the pool's idle
+   * connections. One statement, so a backend is signalled the instant it is
+   * seen idle (one the pool hands over meanwhile would die in mid-work, which
+   * the next test covers).
+   */
+  async function terminateIdle(): Promise<number> {
+    const { rows } = await admin.query<{ ok: boolean }>(
+      `select pg_terminate_backend(pid) as ok from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'
+          and state = 'idle' and state_change < clock_timestamp() - interval '20 milliseconds'`,
+    );
+    return rows.filter((row) => row.ok).length;
+  }
+
+  async function send(keyed: boolean, i: number): Promise<Sample> {
+    const res = keyed
+      ? await fetch(`${base}/agents`, {
+          method: 'POST',
+          headers: { authorization: org.auth, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+          body: JSON.stringify({ handle: `idle${i}${randomUUID().slice(0, 6)}`, name: 'Idle', instructions: 'Help.' }),
+          signal: AbortSignal.timeout(20_000),
+        })
+      : await fetch(`${base}/org`, { headers: { authorization: org.auth }, signal: AbortSignal.timeout(20_000) });
+    const body = (await res.json()) as { error?: { code?: string } };
+    return { status: res.status, code: body.error?.code };
+  }
+
+  it('terminating idle backends under load answers no request with 503: the statement runs again on another connection', async () => {
+    const lost: unknown[] = [];
+    const unsubscribe = t.connection.queryErrors.subscribe((error) => {
+      if ((error as { code?: string }).code === '08006') lost.push(error);
+    });
+    const samples: Sample[] = [];
+    let running = true;
+    let sent = 0;
+    // fewer clients than connections, with pauses: connections sit idle in the pool between requests
+    const workers = Array.from({ length: 3 }, async () => {
+      while (running) {
+        const i = sent++;
+        samples.push(await send(i % 3 === 0, i));
+        await new Promise((resolve) => setTimeout(resolve, i % 4));
+      }
+    });
+    let terminated = 0;
+    try {
+      const until = Date.now() + 8_000;
+      while (Date.now() < until) {
+        terminated += await terminateIdle();
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    } finally {
+      running = false;
+      await Promise.all(workers);
+      unsubscribe();
+    }
+    // the terminations hit connections the pool then handed to requests: the retry was needed
+    expect(terminated).toBeGreaterThan(20);
+    expect(lost.length).toBeGreaterThan(0);
+    expect(samples.length).toBeGreaterThan(50);
+    const failed = samples.filter((s) => s.status !== 200 && s.status !== 201);
+    expect(failed).toEqual([]);
+  }, 60_000);
+
+  it('a connection that dies in the middle of a transaction is not retried: the work ran once and rolled back', async () => {
+    const marker = `mid${randomUUID().slice(0, 8)}`;
+    let runs = 0;
+    const attempt = t.connection.transaction(async () => {
+      runs++;
+      await t.connection.db.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
+      const { rows } = (await t.connection.db.execute(sql`select pg_backend_pid() as pid`)) as unknown as { rows: Array<{ pid: number }> };
+      await admin.query('select pg_terminate_backend($1)', [rows[0].pid]);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await t.connection.db.execute(sql`select 1`);
+    });
+    await expect(attempt).rejects.toMatchObject({ cause: { code: '08006' } });
+    expect(runs).toBe(1);
+    const { rows } = await admin.query<{ name: string }>('select name from orgs where id = $1', [org.orgId]);
+    expect(rows[0].name).not.toBe(marker);
+    // and the pool serves on
+    expect((await send(false, 0)).status).toBe(200);
+  }, 30_000);
+});
