@@ -1,14 +1,30 @@
 /** @jest-config-loader-options {"transpileOnly": true} */
 import type { Config } from 'jest';
 
-// NestJS 12 ships ESM only; test/swc-transform.js compiles it (and our
-// TypeScript) to CommonJS for Jest. Type-checking is `npm run typecheck`.
+// Our TypeScript is CommonJS (like the build); NestJS 12 and other ESM-only
+// packages in node_modules are loaded as they ship, through Jest's require(esm)
+// support (Node >= 24.9 with --experimental-vm-modules). Nothing in
+// node_modules is transformed. Type-checking is `npm run typecheck`.
 const config: Config = {
   rootDir: '.',
   testEnvironment: 'node',
   testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
-  transform: { '^.+\\.(t|j)s$': '<rootDir>/test/swc-transform.js' },
-  transformIgnorePatterns: ['/node_modules/(?!(@nestjs)/)'],
+  transform: {
+    '^.+\\.ts$': [
+      '@swc/jest',
+      {
+        sourceMaps: 'inline',
+        module: { type: 'commonjs' },
+        jsc: {
+          target: 'es2022',
+          parser: { syntax: 'typescript', decorators: true },
+          // Nest's dependency injection reads the constructor parameter types
+          transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: false },
+          keepClassNames: true,
+        },
+      },
+    ],
+  },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   // fails the run when a status the suite saw is not documented on its operation
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
