@@ -29,7 +29,9 @@ const config: Config = {
   // fails the run when a status the suite saw is not documented on its operation
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30_000,
-  maxWorkers: process.env.CI ? 2 : '50%',
+  // one worker per core: the suite spends much of its time waiting on PGlite,
+  // spawned servers and child processes, and Jest's default leaves a core idle
+  maxWorkers: '100%',
 };
 
 export default config;
