@@ -5,10 +5,18 @@ import type { Config } from 'jest';
 // packages in node_modules are loaded as they ship, through Jest's require(esm)
 // support (Node >= 24.9 with --experimental-vm-modules). Nothing in
 // node_modules is transformed. Type-checking is `npm run typecheck`.
+/**
+ * End-to-end suites that run the built server, the CLI or a browser as
+ * separate processes: most of the suite's time for a few files. They run in
+ * `npm run test:processes` (and CI), not in the everyday `npm test`.
+ */
+export const PROCESS_SUITES = ['test/cli.e2e-spec.ts', 'test/server.e2e-spec.ts', 'test/server-limits.e2e-spec.ts', 'test/docs.e2e-spec.ts'];
+
 const config: Config = {
   rootDir: '.',
   testEnvironment: 'node',
   testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
+  testPathIgnorePatterns: ['/node_modules/', ...PROCESS_SUITES.map((file) => `<rootDir>/${file}`)],
   transform: {
     '^.+\\.ts$': [
       '@swc/jest',
@@ -28,7 +36,9 @@ const config: Config = {
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   // fails the run when a status the suite saw is not documented on its operation
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
-  testTimeout: 30_000,
+  // a bound for a hung test, not a speed check: generous, so a loaded machine
+  // (app start-up, PGlite, spawned processes) does not fail a correct test
+  testTimeout: 120_000,
   // one worker per core: the suite spends much of its time waiting on PGlite,
   // spawned servers and child processes, and Jest's default leaves a core idle
   maxWorkers: '100%',

@@ -8,7 +8,9 @@ import base from './jest.config';
 const config: Config = {
   ...base,
   testMatch: ['<rootDir>/test/**/*.e2e-spec.ts', '<rootDir>/test/pg/**/*.pg-spec.ts'],
-  testTimeout: 60_000,
+  // every e2e suite, the process suites included
+  testPathIgnorePatterns: ['/node_modules/'],
+  testTimeout: 180_000,
 };
 
 export default config;
