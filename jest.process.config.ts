@@ -1,4 +1,8 @@
-/** @jest-config-loader-options {"transpileOnly": true} */
+/**
+ * @jest-config-loader ts-node
+ * @jest-config-loader-options {"transpileOnly": true}
+ */
+// ts-node, not Node's own type stripping: that needs `./jest.config.ts` with its extension
 import type { Config } from 'jest';
 import base, { PROCESS_SUITES } from './jest.config';
 
