@@ -1,4 +1,8 @@
-/** @jest-config-loader-options {"transpileOnly": true} */
+/**
+ * @jest-config-loader ts-node
+ * @jest-config-loader-options {"transpileOnly": true}
+ */
+// ts-node, not Node's own type stripping: that needs `./jest.config.ts` with its extension
 import type { Config } from 'jest';
 import base from './jest.config';
 
@@ -8,7 +12,9 @@ import base from './jest.config';
 const config: Config = {
   ...base,
   testMatch: ['<rootDir>/test/**/*.e2e-spec.ts', '<rootDir>/test/pg/**/*.pg-spec.ts'],
-  testTimeout: 60_000,
+  // every e2e suite, the process suites included
+  testPathIgnorePatterns: ['/node_modules/'],
+  testTimeout: 180_000,
 };
 
 export default config;

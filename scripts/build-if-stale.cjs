@@ -58,9 +58,12 @@ function buildIfStale() {
   withBuildLock(() => {
     if (!isStale()) return; // built by whoever held the lock
     const started = Date.now();
+    // a first build takes most of a minute: say so, then how long it took
+    process.stderr.write(existsSync(stamp) ? 'building dist/ (sources changed since the last build)…\n' : 'building dist/ (first build, about a minute)…\n');
     const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
     const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { cwd: root, stdio: ['ignore', 2, 2] });
     if (result.status !== 0) throw new Error('build failed (tsc -p tsconfig.build.json)');
+    process.stderr.write(`built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
     // stamped with the start time: a file saved during the build triggers the next one
     writeFileSync(stamp, new Date(started).toISOString() + '\n');
     utimesSync(stamp, new Date(started), new Date(started));

@@ -177,7 +177,7 @@ export async function runServer(config: AppConfig): Promise<void> {
   const port = (server.address() as AddressInfo).port;
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
   const address = `http://${shownHost}:${port}/${API_PREFIX}`;
-  logger.info({ address, database: config.databaseUrl ? 'postgres' : `pglite:${config.pgliteDir}` }, `listening on ${address}`);
+  logger.info({ address, database: config.databaseUrl ? 'postgres' : `pglite:${config.pgliteDir}`, node: process.version }, `listening on ${address}`);
   flushLogger(logger);
   announceKeys(startup, address);
 }

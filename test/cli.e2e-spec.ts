@@ -202,19 +202,31 @@ describe('usage', () => {
 describe('through npm: --json stdout is one JSON document, and npm talks again', () => {
   const root = resolve(__dirname, '..');
   const npm = (args: string[]) => spawnSync('npm', args, { cwd: root, env, encoding: 'utf8' });
-  const expectOnlyJson = (exit: ReturnType<typeof npm>) => {
+  /** the documented entry points for --json: the package bin, and npm run with -s */
+  const entryPoints: Array<[string, string[]]> = [
+    ['npm run -s cli', ['run', '-s', 'cli', '--']],
+    ['npx agent-platform (the package bin)', ['exec', '--', 'agent-platform']],
+  ];
+
+  test.each(entryPoints)('%s: success prints the JSON document alone on stdout', (_name, prefix) => {
+    const exit = npm([...prefix, 'keys', 'list', '--org', orgId, '--json']);
     expect(exit.status).toBe(0);
     expect(exit.stdout.trim().split('\n')).toHaveLength(1);
     expect(Array.isArray(JSON.parse(exit.stdout))).toBe(true);
-  };
+  });
 
-  test('npm run cli, npm run -s cli and npx agent-platform (the package bin) print the JSON alone on stdout', () => {
-    const plain = npm(['run', 'cli', '--', 'keys', 'list', '--org', orgId, '--json']);
-    expectOnlyJson(plain);
-    // npm's json mode (the project .npmrc) moves the "> cli" banner to stderr
-    expect(plain.stderr).toMatch(/> .* cli\n/);
-    expectOnlyJson(npm(['run', '-s', 'cli', '--', 'keys', 'list', '--org', orgId, '--json']));
-    expectOnlyJson(npm(['exec', '--', 'agent-platform', 'keys', 'list', '--org', orgId, '--json']));
+  test.each(entryPoints)('%s: failure prints one JSON error document alone on stdout', (_name, prefix) => {
+    const exit = npm([...prefix, 'keys', 'list', '--org', 'org_000000000000000000000000', '--json']);
+    expect(exit.status).not.toBe(0);
+    expect(exit.stdout.trim().split('\n')).toHaveLength(1);
+    expect(JSON.parse(exit.stdout)).toEqual({ error: { code: expect.any(String), message: expect.stringMatching(/not found/) } });
+    expect(exit.stderr).toMatch(/not found/);
+  });
+
+  test('plain npm run prints its banner on stdout (why the README names -s): npm is not in a special output mode', () => {
+    const exit = npm(['run', 'cli', '--', 'keys', 'list', '--org', orgId, '--json']);
+    expect(exit.status).toBe(0);
+    expect(exit.stdout).toMatch(/^> .* cli\n/m);
   });
 
   test('a missing script is reported by npm on stderr', () => {

@@ -175,7 +175,7 @@ describe('X-Request-ID: a well-formed incoming id (1–128 visible ASCII) is kep
     return new Promise((resolve, reject) => {
       const socket = connect(port, '127.0.0.1');
       const chunks: Buffer[] = [];
-      socket.on('data', (chunk) => chunks.push(chunk));
+      socket.on('data', (chunk) => chunks.push(Buffer.from(chunk)));
       socket.on('end', () => resolve(Buffer.concat(chunks).toString('latin1')));
       socket.on('error', reject);
       socket.write(Buffer.concat([Buffer.from('GET /api/v1/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n'), ...headerLines.map((line) => Buffer.from(line + '\r\n', 'latin1')), Buffer.from('\r\n')]));

@@ -36,6 +36,8 @@ describe('first run: embedded default + empty database → demo organization and
       .split('\n')
       .filter((line) => line.includes('"msg":"listening on'));
     expect(listening).toHaveLength(1);
+    // the runtime it runs on, for an operator reading the log (the pinned one: test/runtime.e2e-spec.ts)
+    expect(JSON.parse(listening[0])).toMatchObject({ node: process.version });
     await waitForOutput(first, /^curl .*\n/m, 10_000, 'stderr');
     const curls = first.stderr().split('\n').filter((line) => line.startsWith('curl '));
     expect(curls).toHaveLength(1);

@@ -249,13 +249,13 @@ export const COMMANDS: CommandSpec[] = [
 
 function helpText(): string {
   return [
-    'usage: npx agent-platform <command> [--json]   (or: npm run cli -- <command> [--json])',
+    'usage: npx agent-platform <command> [--json]   (or: npm run -s cli -- <command> [--json])',
     '',
     ...COMMANDS.map((command) => `  ${command.usage.padEnd(84)} ${command.summary}`),
     '',
     `scopes (for keys create --scopes, comma-separated): ${SCOPES.join(', ')}`,
     '',
-    '--json prints one JSON document on stdout and nothing else there (npm run writes its "> script" banner on stderr: the project .npmrc sets npm\'s json mode).',
+    '--json prints one JSON document on stdout and nothing else there, on success and on failure (through npm, use `npm run -s`: without -s npm prints its "> script" banner on stdout).',
     'Settings come from the environment, as for the server.',
   ].join('\n');
 }

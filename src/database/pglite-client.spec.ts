@@ -40,10 +40,11 @@ describe('drizzlePgliteClient: the same rows without the per-query parser copy',
   let plain: Awaited<ReturnType<typeof open>>;
   let adapted: Awaited<ReturnType<typeof open>>;
 
+  // two fresh PGlite instances: seconds each on a loaded machine, so a bound of its own
   beforeAll(async () => {
     plain = await open(false);
     adapted = await open(true);
-  });
+  }, 120_000);
   afterAll(async () => {
     await plain.client.close();
     await adapted.client.close();

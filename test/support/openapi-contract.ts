@@ -339,7 +339,7 @@ export function sendRaw(base: { host: string; port: number }, head: Buffer | str
     const socket = connect(base.port, base.host);
     const chunks: Buffer[] = [];
     socket.setTimeout(15_000, () => socket.destroy(new Error('raw request timed out')));
-    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('data', (chunk) => chunks.push(Buffer.from(chunk)));
     socket.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' ? resolve(parseRaw(Buffer.concat(chunks))) : reject(error)));
     socket.on('end', () => resolve(parseRaw(Buffer.concat(chunks))));
     socket.write(Buffer.concat([Buffer.isBuffer(head) ? head : Buffer.from(head, 'latin1'), Buffer.isBuffer(body) ? body : Buffer.from(body)]));
