@@ -13,6 +13,7 @@ import type { AppConfig } from '../config/config';
 import type { Database, Transaction } from './database.types';
 import { drizzlePgliteClient } from './pglite-client';
 import { PgliteDirectoryLock } from './pglite-lock';
+import { poolerSafe, startupStatementTimeout, unnamedStatementsClientClass, withMigrationLock } from './pooler';
 import { QueryErrorReporter, reportingClientClass } from './query-errors';
 import { currentScope, openRequestTransaction, remainingMs, runInScope, type RequestTransaction } from './request-scope';
 import * as schema from './schema';
@@ -23,9 +24,6 @@ import * as schema from './schema';
  * everything that creates a PGlite (server, CLI, tests) passes these.
  */
 export const PGLITE_EXTENSIONS = { pg_trgm };
-
-/** Arbitrary constant shared by every instance: serializes migrations across processes. */
-const MIGRATION_LOCK_KEY = 7_214_091_337;
 
 export function migrationsFolder(): string {
   // compiled to dist/src/database, run from src/database under jest: the SQL stays in src/
@@ -145,11 +143,11 @@ export class DatabaseConnection {
     const pool = new RequestPool({
       connectionString: config.databaseUrl!,
       max: config.dbPoolMax,
-      Client: reportingClientClass(BoundedClient, queryErrors),
+      Client: reportingClientClass(poolerSafe(config) ? unnamedStatementsClientClass(BoundedClient) : BoundedClient, queryErrors),
       connectionTimeoutMillis: Math.min(config.dbStatementTimeoutMs, 5000),
       // client-side bound on every query: a hung server cannot pile requests up
       query_timeout: config.dbStatementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
-      statement_timeout: config.dbStatementTimeoutMs,
+      ...startupStatementTimeout(config),
       idleTimeoutMillis: 30_000,
       keepAlive: true,
     });
@@ -179,20 +177,16 @@ export class DatabaseConnection {
       'postgres',
       db,
       () => pool.end(),
-      async () => {
-        const client = await pool.connect();
-        try {
-          // one instance migrates at a time; the others wait, then find nothing to do
-          await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+      // one instance migrates at a time; the others wait, then find nothing to do
+      () =>
+        withMigrationLock(config.databaseUrl!, async () => {
+          const client = await pool.connect();
           try {
             await migrateNodePg(drizzleNodePg(client, { schema }), { migrationsFolder: migrationsFolder() });
           } finally {
-            await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+            client.release();
           }
-        } finally {
-          client.release();
-        }
-      },
+        }),
       null,
       queryErrors,
       pool,
