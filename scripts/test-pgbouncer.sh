@@ -4,8 +4,8 @@
 # their transactions, idempotency races, the trash purge's lock, several
 # instances migrating at once) through a throw-away PgBouncer
 # (scripts/pgbouncer-test.sh, pool_mode = transaction) in front of a throw-away
-# cluster, with DATABASE_POOLER=transaction. Extra arguments go to jest and
-# replace the chosen files (e.g. one path).
+# cluster, with DATABASE_POOLER=transaction. Paths given replace the chosen
+# files; options go to jest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,7 +21,16 @@ CHOSEN=(
   test/org-team.e2e-spec.ts
   test/auth.e2e-spec.ts
 )
-[ $# -gt 0 ] && CHOSEN=("$@")
+# paths given replace the chosen files; options (-…) go to jest as they are
+paths=()
+options=()
+for arg in "$@"; do
+  case "$arg" in
+    -*) options+=("$arg") ;;
+    *) paths+=("$arg") ;;
+  esac
+done
+[ ${#paths[@]} -eq 0 ] || CHOSEN=("${paths[@]}")
 
 cluster="$(scripts/pg-test-cluster.sh start)"
 eval "$cluster"
@@ -39,4 +48,4 @@ echo "test:pgbouncer: PgBouncer (transaction mode) on port $PGBOUNCER_PORT in fr
 export CURSOR_SECRET="${CURSOR_SECRET:-test-pg-cursor-secret-0123456789}"
 export ENCRYPTION_KEY="${ENCRYPTION_KEY:-$(node -e "process.stdout.write(require('crypto').randomBytes(32).toString('base64'))")}"
 
-node --experimental-vm-modules --no-warnings=ExperimentalWarning node_modules/jest/bin/jest.js -c jest.pg.config.ts --runTestsByPath "${CHOSEN[@]}"
+node --experimental-vm-modules --no-warnings=ExperimentalWarning node_modules/jest/bin/jest.js -c jest.pg.config.ts ${options[@]+"${options[@]}"} --runTestsByPath "${CHOSEN[@]}"

@@ -13,8 +13,8 @@ import type { AppConfig } from '../config/config';
  * track, `statement_timeout` among them.
  */
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a mixin's base takes any arguments; query's are the driver's
-type QueryingClass = new (...args: any[]) => { query: (...args: any[]) => unknown };
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a mixin's base takes any arguments
+type ClientClass = new (...args: any[]) => Client;
 
 /**
  * A node-postgres Client class that sends every statement unnamed: drizzle's
@@ -22,14 +22,14 @@ type QueryingClass = new (...args: any[]) => { query: (...args: any[]) => unknow
  * on the hot paths), but the server parses each execution on whichever
  * connection runs it, instead of keeping a named statement on one connection.
  */
-export function unnamedStatementsClientClass<C extends QueryingClass>(Base: C): C {
+export function unnamedStatementsClientClass<C extends ClientClass>(Base: C): C {
   class UnnamedStatementsClient extends Base {
-    override query(...args: unknown[]): unknown {
+    override query(...args: unknown[]): never {
       const [config] = args;
       if (config && typeof config === 'object' && typeof (config as { submit?: unknown }).submit !== 'function' && (config as { name?: unknown }).name) {
         args[0] = { ...(config as object), name: undefined };
       }
-      return super.query(...args);
+      return (super.query as (...a: unknown[]) => never).apply(this, args);
     }
   }
   return UnnamedStatementsClient;
