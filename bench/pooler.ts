@@ -193,7 +193,7 @@ async function main(): Promise<void> {
       ENCRYPTION_KEY: randomBytes(32).toString('base64'),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
-      RATE_LIMIT_PER_MINUTE: '100000000',
+      RATE_LIMIT_PER_MINUTE: '1000000',
       RATE_LIMIT_PER_HOUR: '100000000',
       TRASH_PURGE_CRON: 'off',
       IDEMPOTENCY_PURGE_CRON: 'off',
