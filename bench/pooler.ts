@@ -32,6 +32,8 @@ const INSTANCES = Number(process.env.BENCH_INSTANCES ?? 8);
 const POOL_MAX = Number(process.env.BENCH_POOL_MAX ?? 10);
 const POOLER_SIZE = Number(process.env.BENCH_POOLER_SIZE ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+/** BENCH_AB=off skips part 1 */
+const AB = process.env.BENCH_AB !== 'off';
 
 const CLOCK_TICKS = (() => {
   try {
@@ -52,9 +54,20 @@ function cpuUs(pid: number): number {
   }
 }
 
-/** The server's processes: the postmaster and every child of it (backends come and go with the pools). */
+/** utime + stime + cutime + cstime: a process and its children that have exited (the postmaster reaps its backends). */
+function cpuWithReapedUs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1e6) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+/** The server's processes: the postmaster, its live children and those that exited (backends come and go with the pools). */
 function serverCpuUs(postmaster: number): number {
-  let total = cpuUs(postmaster);
+  let total = cpuWithReapedUs(postmaster);
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
@@ -179,6 +192,7 @@ async function main(): Promise<void> {
   if (!existsSync(join(ROOT, 'dist', 'src', 'main.js'))) throw new Error('dist/src/main.js missing: npm run build');
   const work = mkdtempSync(join(tmpdir(), 'agent-platform-bench-pooler-'));
   const logFile = join(work, 'instances.log');
+  const manyLog = join(work, 'many-instances.log');
   const cluster = vars(execFileSync('bash', [join(ROOT, 'scripts', 'pg-test-cluster.sh'), 'start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }));
   let bouncer: Record<string, string> | null = null;
   const running: Instance[] = [];
@@ -203,7 +217,7 @@ async function main(): Promise<void> {
     console.log(`\n## DATABASE_POOLER=none vs transaction: one instance, DB_POOL_MAX=${POOL_MAX}, straight to the server, 50 connections, ${SECONDS} s per path, ${ROUNDS} alternating rounds (median)\n`);
     const ab = new Map<string, Record<'none' | 'transaction', Load[]>>(BENCH_PATHS.map((p) => [p.name, { none: [], transaction: [] }]));
     const abLoads: string[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < (AB ? ROUNDS : 0); round++) {
       for (const mode of (round % 2 ? ['transaction', 'none'] : ['none', 'transaction']) as Array<'none' | 'transaction'>) {
         abLoads.push(load());
         const instance = await startInstance({ ...base, DATABASE_URL: cluster.DATABASE_URL, DB_POOL_MAX: String(POOL_MAX), DATABASE_POOLER: mode }, logFile);
@@ -219,9 +233,9 @@ async function main(): Promise<void> {
       const s = [...list].sort((x, y) => x - y);
       return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
     };
-    console.log('| path | req/s none | req/s transaction | CPU µs/req instance none / transaction | ratio | CPU µs/req server none / transaction | ratio | errors |');
-    console.log('|---|---|---|---|---|---|---|---|');
-    for (const [name, { none, transaction }] of ab) {
+    if (AB) console.log('| path | req/s none | req/s transaction | CPU µs/req instance none / transaction | ratio | CPU µs/req server none / transaction | ratio | errors |');
+    if (AB) console.log('|---|---|---|---|---|---|---|---|');
+    for (const [name, { none, transaction }] of AB ? ab : []) {
       const m = (list: Load[], pick: (l: Load) => number) => median(list.map(pick));
       const iN = m(none, (l) => l.instanceCpu);
       const iT = m(transaction, (l) => l.instanceCpu);
@@ -243,13 +257,13 @@ async function main(): Promise<void> {
     const pooler = Number(readFileSync(join(bouncer.PGBOUNCER_DIR, 'pgbouncer.pid'), 'utf8').trim());
     console.log(`\n## ${INSTANCES} instances (DB_POOL_MAX=${POOL_MAX}, DATABASE_POOLER=transaction) behind PgBouncer (transaction mode, ${POOLER_SIZE} server connections); ${CONNECTIONS} connections per instance, ${SECONDS} s per path (load average ${load()})\n`);
     // started together: they migrate at once, through the pooler, under the migration lock
-    running.push(...(await Promise.all(Array.from({ length: INSTANCES }, () => startInstance({ ...base, DATABASE_URL: bouncer!.DATABASE_URL, DB_POOL_MAX: String(POOL_MAX), DATABASE_POOLER: 'transaction' }, logFile)))));
+    running.push(...(await Promise.all(Array.from({ length: INSTANCES }, () => startInstance({ ...base, DATABASE_URL: bouncer!.DATABASE_URL, DB_POOL_MAX: String(POOL_MAX), DATABASE_POOLER: 'transaction' }, manyLog)))));
     const admin = new Client({ connectionString: cluster.DATABASE_URL });
     await admin.connect();
     let peakServerConnections = 0;
     const watcher = setInterval(() => {
       admin
-        .query<{ count: number }>(`select count(*)::int as count from pg_stat_activity where datname = 'app' and pid <> pg_backend_pid()`)
+        .query<{ count: number }>(`select count(*)::int as count from pg_stat_activity where datname = 'app' and backend_type = 'client backend' and pid <> pg_backend_pid()`)
         .then((r) => (peakServerConnections = Math.max(peakServerConnections, r.rows[0].count)))
         .catch(() => undefined);
     }, 200);
@@ -266,9 +280,12 @@ async function main(): Promise<void> {
     }
     clearInterval(watcher);
     await admin.end();
-    const logged = readFileSync(logFile, 'utf8')
+    // while the instances run: a line logged at shutdown is not the load's
+    const errorLines = readFileSync(manyLog, 'utf8')
       .split('\n')
-      .filter((line) => /unhandled error|database error|database unavailable/.test(line)).length;
+      .filter((line) => /"level":"(warn|error|fatal)"/.test(line));
+    const logged = errorLines.length;
+    for (const line of [...new Set(errorLines.map((l) => l.replace(/"(time|request_id|pid)":[^,]*,/g, '')))].slice(0, 3)) console.log(`  ${line.slice(0, 400)}`);
     console.log(`\nserver connections seen on the database (peak, sampled every 200 ms): ${peakServerConnections} (pooler limit ${POOLER_SIZE}; without it ${INSTANCES} × ${POOL_MAX} = ${INSTANCES * POOL_MAX})`);
     console.log(`failed requests (non-2xx + errors): ${failures}; error lines in the instances' logs: ${logged}`);
     if (failures > 0 || logged > 0) process.exitCode = 1;

@@ -49,6 +49,7 @@ async function main(): Promise<void> {
   );
   const port = await freePort();
   let child: ReturnType<typeof spawn> | null = null;
+  let keepLog = false;
   try {
     const seeded = await seed({ databaseUrl: cluster.DATABASE_URL });
     const ctx: BenchContext = { ...seeded, runTag: randomBytes(3).toString('hex').replace(/[0-9]/g, (d) => 'ghijklmnop'[Number(d)]) };
@@ -113,7 +114,11 @@ async function main(): Promise<void> {
       `\nrequests ${result.requests.total} (non-2xx ${result.non2xx}, errors ${result.errors + result.timeouts}); RSS after ${firstMinute.at.toFixed(0)} s ${firstMinute.rss.toFixed(0)} MiB, ` +
         `at the end (${SECONDS} s) ${end.toFixed(0)} MiB: growth ${(growth * 100).toFixed(1)} % (limit ${MAX_GROWTH * 100} %); peak ${Math.max(...samples.map((s) => s.rss), end).toFixed(0)} MiB; load average ${load()}`,
     );
-    if (growth > MAX_GROWTH || result.errors + result.timeouts > 0) process.exitCode = 1;
+    console.log(`status codes: ${JSON.stringify(Object.fromEntries(Object.entries(result).filter(([k, v]) => /^[1-5]xx$/.test(k) && v)))}, timeouts ${result.timeouts}, errors ${result.errors}`);
+    if (growth > MAX_GROWTH || result.errors + result.timeouts + result.non2xx > 0) {
+      process.exitCode = 1;
+      keepLog = true;
+    }
   } finally {
     if (child && child.exitCode === null) {
       const exited = new Promise((resolve) => child!.once('exit', resolve));
@@ -121,7 +126,8 @@ async function main(): Promise<void> {
       await exited;
     }
     execFileSync('bash', [join(ROOT, 'scripts', 'pg-test-cluster.sh'), 'stop', cluster.PG_TEST_DIR], { stdio: 'inherit' });
-    rmSync(work, { recursive: true, force: true });
+    if (keepLog) console.log(`the server's log: ${join(work, 'server.log')}`);
+    else rmSync(work, { recursive: true, force: true });
   }
 }
 
