@@ -256,6 +256,13 @@ async function main(): Promise<void> {
     );
     const pooler = Number(readFileSync(join(bouncer.PGBOUNCER_DIR, 'pgbouncer.pid'), 'utf8').trim());
     console.log(`\n## ${INSTANCES} instances (DB_POOL_MAX=${POOL_MAX}, DATABASE_POOLER=transaction) behind PgBouncer (transaction mode, ${POOLER_SIZE} server connections); ${CONNECTIONS} connections per instance, ${SECONDS} s per path (load average ${load()})\n`);
+    // behind a transaction pooler the server-side statement timeout is the database's (or role's) setting, as
+    // docs/scaling.md says: without it a statement whose client gave up keeps its backend busy after the pooler has
+    // replaced that server connection
+    const setup = new Client({ connectionString: cluster.DATABASE_URL });
+    await setup.connect();
+    await setup.query(`alter database app set statement_timeout = 5000`);
+    await setup.end();
     // started together: they migrate at once, through the pooler, under the migration lock
     running.push(...(await Promise.all(Array.from({ length: INSTANCES }, () => startInstance({ ...base, DATABASE_URL: bouncer!.DATABASE_URL, DB_POOL_MAX: String(POOL_MAX), DATABASE_POOLER: 'transaction' }, manyLog)))));
     const admin = new Client({ connectionString: cluster.DATABASE_URL });
@@ -272,7 +279,8 @@ async function main(): Promise<void> {
     let failures = 0;
     const phases: Array<[string, BenchPath[]]> = [...BENCH_PATHS.map((p) => [p.name, [p]] as [string, BenchPath[]]), ['all six, mixed', BENCH_PATHS]];
     for (const [name, paths] of phases) {
-      await loadAll(running, paths, ctx, counter, { postmaster, pooler }, 2, 1); // warm-up
+      const warm = await loadAll(running, paths, ctx, counter, { postmaster, pooler }, 2, 1); // warm-up: its failures count too
+      failures += warm.non2xx + warm.errors;
       const at = load();
       const l = await loadAll(running, paths, ctx, counter, { postmaster, pooler });
       failures += l.non2xx + l.errors;

@@ -40,6 +40,12 @@ cleanup() {
   scripts/pg-test-cluster.sh stop "$PG_TEST_DIR"
 }
 trap cleanup EXIT
+# behind a transaction pooler statement_timeout is the database's setting (the service cannot send it)
+node -e '
+const { Client } = require("pg");
+const c = new Client({ connectionString: process.argv[1] });
+c.connect().then(() => c.query("alter database app set statement_timeout = 5000")).then(() => c.end()).catch((e) => { console.error(e.message); process.exit(1); });
+' "$DATABASE_URL"
 # 20 server connections for the whole run, however many clients the tests open
 bouncer="$(PGBOUNCER_POOL_SIZE="${PGBOUNCER_POOL_SIZE:-20}" scripts/pgbouncer-test.sh start "$DATABASE_URL")"
 eval "$bouncer"
