@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # `npm run test:pgbouncer`: the PostgreSQL tests that exercise what a pooler in
 # transaction mode breaks (prepared statements on every hot path, writes and
-# their transactions, idempotency races, the trash purge's lock, several
-# instances migrating at once) through a throw-away PgBouncer
+# their transactions, idempotency races, the trash purge's lock) through a throw-away PgBouncer
 # (scripts/pgbouncer-test.sh, pool_mode = transaction) in front of a throw-away
 # cluster, with DATABASE_POOLER=transaction. Paths given replace the chosen
 # files; options go to jest.
@@ -12,7 +11,6 @@ cd "$(dirname "$0")/.."
 # the files that cover it; the rest of test:pg runs directly against the server
 CHOSEN=(
   test/pg/engine.pg-spec.ts
-  test/pg/instances.pg-spec.ts
   test/agents.e2e-spec.ts
   test/agents-lifecycle.e2e-spec.ts
   test/idempotency.e2e-spec.ts
