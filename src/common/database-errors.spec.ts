@@ -1,5 +1,5 @@
 import { ErrorCode } from './api-error';
-import { translateDatabaseError } from './database-errors';
+import { databaseErrorState, translateDatabaseError } from './database-errors';
 
 // Drizzle 0.45 wraps the driver's error: the PostgreSQL code is on `cause`
 const wrapped = (code: string, message = 'db error') => Object.assign(new Error('Failed query: ...'), { cause: Object.assign(new Error(message), { code }) });
@@ -24,5 +24,26 @@ describe('translateDatabaseError', () => {
   it('maps a unique violation to 409 and leaves unknown errors to the filter (500)', () => {
     expect(translateDatabaseError(wrapped('23505'))?.code).toBe(ErrorCode.Conflict);
     expect(translateDatabaseError(wrapped('XX000'))).toBeNull();
+  });
+});
+
+describe('database errors of the moment or of a connection (retrying may succeed)', () => {
+  // 42P05/26000: a named prepared statement met a server connection a pooler in transaction mode handed over
+  it.each(['40001', '40P01', '55P03', '26000', '42P05'])('maps %s to 503 service_unavailable', (code) => {
+    expect(translateDatabaseError(wrapped(code))?.code).toBe(ErrorCode.ServiceUnavailable);
+  });
+});
+
+describe('databaseErrorState', () => {
+  const serverError = (code: string) => Object.assign(new Error('Failed query: ...'), { cause: Object.assign(new Error('db error'), { code, severity: 'ERROR' }) });
+
+  it("names the SQLSTATE of a server's error along the cause chain", () => {
+    expect(databaseErrorState(serverError('XX000'))).toBe('XX000');
+    expect(databaseErrorState(serverError('42703'))).toBe('42703');
+  });
+
+  it('is null for errors that are not the database server’s', () => {
+    expect(databaseErrorState(new Error('boom'))).toBeNull();
+    expect(databaseErrorState(Object.assign(new Error('operation not permitted'), { code: 'EPERM', syscall: 'open' }))).toBeNull();
   });
 });

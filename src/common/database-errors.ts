@@ -13,10 +13,23 @@ import { ApiError, ErrorCode } from './api-error';
  */
 const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH', 'EAI_AGAIN']);
 
+/**
+ * Errors of the moment or of a connection's state, never of the request, so a
+ * retry may succeed: class 40 (serialization failure, deadlock), 55P03 (a lock
+ * not available), and the two a connection's prepared statements raise when
+ * a pooler hands the service a server connection it did not expect: 26000
+ * (no such prepared statement) and 42P05 (one by that name already exists).
+ */
+const RETRYABLE_STATES = /^(40[0-9A-Z]{3}|55P03|26000|42P05)$/;
+
+/** A PostgreSQL SQLSTATE: five digits or upper-case letters (on a server's error, which also has a severity; EPERM has no severity). */
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
 interface PgLikeError {
   code?: unknown;
   message?: unknown;
   constraint?: unknown;
+  severity?: unknown;
   cause?: unknown;
 }
 
@@ -48,12 +61,25 @@ export function translateDatabaseError(error: unknown): ApiError | null {
       code === '57P02' ||
       code === '57P03' ||
       code === '57014' ||
-      code === '53300'
+      code === '53300' ||
+      RETRYABLE_STATES.test(code)
     ) {
       return new ApiError(ErrorCode.ServiceUnavailable, 'The service is temporarily unavailable. Retry with backoff.', undefined, {
         'Retry-After': '1',
       });
     }
+  }
+  return null;
+}
+
+/**
+ * The SQLSTATE of a database error the service has no answer for (a bug of
+ * ours, or the server's): the filter logs it as a database error, with this
+ * code, rather than as an unexpected exception. Null when it is no database error.
+ */
+export function databaseErrorState(error: unknown): string | null {
+  for (const link of causeChain(error)) {
+    if (typeof link.code === 'string' && SQLSTATE.test(link.code) && typeof link.severity === 'string') return link.code;
   }
   return null;
 }

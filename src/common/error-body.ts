@@ -1,6 +1,6 @@
 import { HttpException } from '@nestjs/common';
 import { ApiError, ErrorCode } from './api-error';
-import { translateDatabaseError } from './database-errors';
+import { databaseErrorState, translateDatabaseError } from './database-errors';
 import type { AppLogger } from './logger';
 
 /**
@@ -52,8 +52,9 @@ export function knownApiError(exception: unknown): ApiError | null {
 
 /**
  * The API error a thrown value is answered with. Unexpected errors are logged
- * (with the request id, never request data) and become 500 `internal_error`;
- * an unreachable database is logged as a warning and becomes 503. Used by the
+ * (with the request id, never request data) and become 500 `internal_error`
+ * (a database error as such, with its SQLSTATE); an unreachable database, or
+ * one that asks for a retry, is logged as a warning and becomes 503. Used by the
  * exception filter.
  */
 export function resolveApiError(exception: unknown, requestId: string, logger: AppLogger): ApiError {
@@ -70,7 +71,10 @@ export function resolveApiError(exception: unknown, requestId: string, logger: A
     return translated;
   }
 
-  logger.error({ request_id: requestId, err: summarizeError(exception) }, 'unhandled error');
+  // a database error with no answer of its own: still a 500, but named as the database's, with its SQLSTATE
+  const sqlstate = databaseErrorState(exception);
+  if (sqlstate) logger.error({ request_id: requestId, sqlstate, err: summarizeError(exception) }, 'database error');
+  else logger.error({ request_id: requestId, err: summarizeError(exception) }, 'unhandled error');
   return new ApiError(ErrorCode.InternalError, 'An unexpected error occurred.');
 }
 

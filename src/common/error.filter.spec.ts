@@ -33,3 +33,31 @@ describe('ErrorEnvelopeFilter: framework errors', () => {
     expect(body.error.code).toBe('internal_error');
   });
 });
+
+describe('ErrorEnvelopeFilter: database errors', () => {
+  function renderLogged(exception: unknown) {
+    const lines: Array<{ level: string; obj: Record<string, unknown>; msg: string }> = [];
+    const logger = {
+      warn: (obj: Record<string, unknown>, msg: string) => lines.push({ level: 'warn', obj, msg }),
+      error: (obj: Record<string, unknown>, msg: string) => lines.push({ level: 'error', obj, msg }),
+    } as unknown as AppLogger;
+    let status = 0;
+    const adapter = { setHeader: () => undefined, reply: (_res: unknown, _b: unknown, s: number) => (status = s) };
+    const host = { switchToHttp: () => ({ getRequest: () => ({ requestId: 'req_test' }), getResponse: () => ({}) }) } as unknown as ArgumentsHost;
+    new ErrorEnvelopeFilter({ httpAdapter: adapter } as unknown as HttpAdapterHost, logger).catch(exception, host);
+    return { status, lines };
+  }
+  const failedQuery = (code: string) => Object.assign(new Error('Failed query: select 1'), { params: [], cause: Object.assign(new Error('db error'), { code, severity: 'ERROR' }) });
+
+  it('answers a prepared statement a pooler left on the connection (42P05) with 503, logged as the database being unavailable', () => {
+    const { status, lines } = renderLogged(failedQuery('42P05'));
+    expect(status).toBe(503);
+    expect(lines.map((line) => [line.level, line.msg])).toEqual([['warn', 'database unavailable']]);
+  });
+
+  it('logs a database error it has no answer for as a database error with its SQLSTATE, never as an unhandled one', () => {
+    const { status, lines } = renderLogged(failedQuery('XX000'));
+    expect(status).toBe(500);
+    expect(lines.map((line) => [line.level, line.msg, line.obj.sqlstate])).toEqual([['error', 'database error', 'XX000']]);
+  });
+});

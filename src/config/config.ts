@@ -32,6 +32,13 @@ export interface AppConfig {
   /** per-statement client-side timeout against a PostgreSQL server */
   dbStatementTimeoutMs: number;
   dbPoolMax: number;
+  /**
+   * what sits between the service and the PostgreSQL server: 'transaction' is a pooler in
+   * transaction mode (PgBouncer), which hands each transaction to any server connection, so
+   * the service keeps nothing on a connection between transactions; 'none' is a direct
+   * connection or a session-mode pooler
+   */
+  databasePooler: 'none' | 'transaction';
   /** how long a validated API key may be served from memory */
   apiKeyCacheTtlMs: number;
   /** time a client has to send a whole request (headers and body); Node answers 408 and closes after it */
@@ -175,6 +182,14 @@ function distinctCount(bytes: Uint8Array): number {
   return new Set(bytes).size;
 }
 
+const POOLER_MODES = ['none', 'transaction'] as const;
+
+function poolerSetting(env: Env): AppConfig['databasePooler'] {
+  const raw = env.DATABASE_POOLER?.trim() || 'none';
+  if (!(POOLER_MODES as readonly string[]).includes(raw)) throw new ConfigError(`DATABASE_POOLER must be one of ${POOLER_MODES.join(', ')}, got "${raw}"`);
+  return raw as AppConfig['databasePooler'];
+}
+
 export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig> = {}): AppConfig {
   const databaseUrl = env.DATABASE_URL?.trim() || null;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -227,6 +242,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig>
     idempotencyPurgeCron: cronSetting(env, 'IDEMPOTENCY_PURGE_CRON', '*/10 * * * *'),
     dbStatementTimeoutMs: intSetting(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     dbPoolMax: intSetting(env, 'DB_POOL_MAX', 10, 1, 1000),
+    databasePooler: poolerSetting(env),
     apiKeyCacheTtlMs: intSetting(env, 'API_KEY_CACHE_TTL_MS', 5000, 0, 5000),
     httpRequestTimeoutMs: intSetting(env, 'HTTP_REQUEST_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.httpRequestTimeoutMs, 1000, 3_600_000),
     httpHeadersTimeoutMs: intSetting(env, 'HTTP_HEADERS_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.httpHeadersTimeoutMs, 1000, 3_600_000),

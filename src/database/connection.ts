@@ -15,6 +15,7 @@ import { PgliteDirectoryLock } from './pglite-lock';
 import { PostgresConnections } from './pg-connections';
 import { QueryErrorReporter } from './query-errors';
 import { currentScope, openTransaction, runInScope, type OpenTransaction } from './request-scope';
+import { poolerSafe, withMigrationLock } from './pooler';
 import * as schema from './schema';
 
 /**
@@ -23,9 +24,6 @@ import * as schema from './schema';
  * everything that creates a PGlite (server, CLI, tests) passes these.
  */
 export const PGLITE_EXTENSIONS = { pg_trgm };
-
-/** Arbitrary constant shared by every instance: serializes migrations across processes. */
-const MIGRATION_LOCK_KEY = 7_214_091_337;
 
 export function migrationsFolder(): string {
   // compiled to dist/src/database, run from src/database under jest: the SQL stays in src/
@@ -147,6 +145,7 @@ export class DatabaseConnection {
         connectionString: config.databaseUrl!,
         max: config.dbPoolMax,
         statementTimeoutMs: config.dbStatementTimeoutMs,
+        poolerSafe: poolerSafe(config),
         idleTimeoutMillis: 30_000,
         keepAlive: true,
       },
@@ -159,20 +158,16 @@ export class DatabaseConnection {
       'postgres',
       postgres.db,
       () => pool.end(),
-      async () => {
-        const client = await pool.connect();
-        try {
-          // one instance migrates at a time; the others wait, then find nothing to do
-          await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+      // one instance migrates at a time; the others wait, then find nothing to do
+      () =>
+        withMigrationLock(config.databaseUrl!, async () => {
+          const client = await pool.connect();
           try {
             await migrateNodePg(drizzleNodePg({ client, schema }), { migrationsFolder: migrationsFolder() });
           } finally {
-            await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+            client.release();
           }
-        } finally {
-          client.release();
-        }
-      },
+        }),
       (fn) => postgres.transaction(fn),
       null,
       queryErrors,

@@ -38,6 +38,12 @@ function deadlineError(what: string): Error {
 
 type QueryConfig = Parameters<PoolClient['query']>[0];
 
+/** The same statement without its name (node-postgres prepares a named statement once per connection). */
+function unnamed(config: QueryConfig): QueryConfig {
+  const named = config as unknown as { name?: string };
+  return typeof config === 'object' && named.name ? ({ ...named, name: undefined } as unknown as QueryConfig) : config;
+}
+
 /**
  * The object drizzle's node-postgres driver is given as its client. The
  * driver runs each statement through `query(config, values)` — node-postgres'
@@ -76,6 +82,13 @@ class Lease {
     private readonly deadline: number | null,
     private readonly statementBoundMs: number,
     private readonly queryErrors: QueryErrorReporter,
+    /**
+     * Send every statement unnamed: drizzle's prepared queries keep their SQL
+     * built once, but the server parses each execution on whichever connection
+     * runs it — a pooler in transaction mode moves statements between
+     * connections, where a named statement is missing or already taken.
+     */
+    private readonly unnamedStatements: boolean,
   ) {}
 
   /**
@@ -115,7 +128,7 @@ class Lease {
         this.queryErrors.report(this.broken);
         reject(this.broken);
       }, remaining);
-      this.client.query(config, values).then(
+      this.client.query(this.unnamedStatements ? unnamed(config) : config, values).then(
         (result) => {
           clearTimeout(timer);
           if (!settled) resolve(result);
@@ -174,16 +187,22 @@ export class PostgresConnections {
   private readonly states = new WeakMap<object, ConnectionState>();
   private readonly statementBoundMs: number;
   private readonly maxRetries: number;
+  private readonly unnamedStatements: boolean;
 
   constructor(
-    config: PoolConfig & { statementTimeoutMs: number },
+    /** poolerSafe: nothing kept on a connection between transactions (a pooler in transaction mode) */
+    config: PoolConfig & { statementTimeoutMs: number; poolerSafe?: boolean },
     private readonly queryErrors: QueryErrorReporter,
     events: ConnectionEvents,
   ) {
-    const { statementTimeoutMs, ...poolConfig } = config;
+    const { statementTimeoutMs, poolerSafe = false, ...poolConfig } = config;
     this.statementBoundMs = statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS;
     this.maxRetries = (poolConfig.max ?? 10) + 1;
-    this.pool = new Pool({ ...poolConfig, statement_timeout: statementTimeoutMs });
+    this.unnamedStatements = poolerSafe;
+    // a pooler without protocol-level prepared statements (PgBouncer before 1.21) refuses the
+    // startup parameter: there the server-side timeout is the role's or database's setting, and
+    // our own per-statement bound holds either way
+    this.pool = new Pool(poolerSafe ? poolConfig : { ...poolConfig, statement_timeout: statementTimeoutMs });
     // node-postgres emits 'error' on a client whose connection drops (server stopped, backend
     // terminated), and the pool listens only while it is idle: a client checked out between two
     // statements had no listener, and the process died. Every client gets one for its whole life.
@@ -217,7 +236,7 @@ export class PostgresConnections {
     });
     // an idle connection and no one waiting: the pool hands it over on the next tick, no wait to bound
     const client = this.pool.idleCount > 0 && this.pool.waitingCount === 0 ? await pending : await withinDeadline(pending, remaining);
-    return new Lease(client, this.states.get(client)!, deadline, this.statementBoundMs, this.queryErrors);
+    return new Lease(client, this.states.get(client)!, deadline, this.statementBoundMs, this.queryErrors, this.unnamedStatements);
   }
 
   /** Runs `fn` in a transaction on one connection; every statement on the root database meanwhile joins it. */

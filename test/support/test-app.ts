@@ -59,6 +59,8 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}, options:
   const config = loadConfig(
     {
       DATABASE_URL: process.env.DATABASE_URL,
+      // set by scripts/test-pgbouncer.sh: the suite then runs through a pooler in transaction mode
+      DATABASE_POOLER: process.env.DATABASE_POOLER,
       LOG_LEVEL: 'info',
       CURSOR_SECRET: 'test-cursor-secret-0123456789',
       ENCRYPTION_KEY: TEST_ENCRYPTION_KEY.toString('base64'),
