@@ -2,15 +2,14 @@ import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg, NodePgSession } from 'drizzle-orm/node-postgres';
-import { migrate as migrateNodePg } from 'drizzle-orm/node-postgres/migrator';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
 import { packageRoot } from '../common/package-root';
 import type { AppConfig } from '../config/config';
 import type { Database, Transaction } from './database.types';
+import { applyMigrations } from './migration-runner';
 import { drizzlePgliteClient } from './pglite-client';
 import { PgliteDirectoryLock } from './pglite-lock';
 import { QueryErrorReporter, reportingClientClass } from './query-errors';
@@ -110,7 +109,11 @@ export class DatabaseConnection {
       drizzleDb as unknown as Database,
       onClose,
       async () => {
-        await migratePglite(drizzleDb, { migrationsFolder: migrationsFolder() });
+        await applyMigrations(
+          { exec: async (text) => void (await client.exec(text)), query: async (text, params) => (await client.query(text, params)).rows as never },
+          migrationsFolder(),
+          { concurrently: false },
+        );
       },
       client,
       queryErrors,
@@ -185,7 +188,11 @@ export class DatabaseConnection {
           // one instance migrates at a time; the others wait, then find nothing to do
           await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
           try {
-            await migrateNodePg(drizzleNodePg(client, { schema }), { migrationsFolder: migrationsFolder() });
+            await applyMigrations(
+              { exec: async (text) => void (await client.query(text)), query: async (text, params) => (await client.query(text, params)).rows },
+              migrationsFolder(),
+              { concurrently: true },
+            );
           } finally {
             await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
           }
