@@ -57,7 +57,9 @@ async function main(): Promise<void> {
   const config = loadConfig(env, { jobsEnabled: false });
   const logger = createLogger(config);
   const connection = await DatabaseConnection.open(config, logger);
+  const migrateStarted = performance.now();
   await connection.migrate();
+  console.log(`migrations applied in ${((performance.now() - migrateStarted) / 1000).toFixed(1)} s`);
   const pool = new Pool({ connectionString: databaseUrl, max: 2 });
   const started = performance.now();
   const seeded = await seedScale(pool, n, (line) => console.log(line));
@@ -153,15 +155,57 @@ async function main(): Promise<void> {
     [`agent_id busiest + q=${RARE_WORD}`, `agent_id=${busiest}&q=${RARE_WORD}`],
   ];
 
+  // what the server does for one list request, with the plan the service gets (generic for a prepared
+  // shape, custom otherwise): its execution time and pages touched do not depend on the machine's load
+  const repository = app.get(ConversationsRepository);
+  const explainClient = await pool.connect();
+  const explainOne = async (built: { toSQL(): { sql: string; params: unknown[] } }, values: Record<string, unknown>, generic: boolean) => {
+    const statement = built.toSQL();
+    const params = fillPlaceholders(statement.params, values) as unknown[];
+    await explainClient.query(`set plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
+    await explainClient.query(`prepare bench_case as ${statement.sql}`);
+    try {
+      const args = params.map((p) => (typeof p === 'number' ? String(p) : explainClient.escapeLiteral(String(p)))).join(', ');
+      const res = await explainClient.query(`explain (analyze, buffers, format json) execute bench_case${params.length ? `(${args})` : ''}`);
+      const [top] = res.rows[0]['QUERY PLAN'] as Array<{ 'Execution Time': number; Plan: { 'Actual Rows': number; 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }>;
+      return { ms: top['Execution Time'], buffers: top.Plan['Shared Hit Blocks'] + top.Plan['Shared Read Blocks'], rows: top.Plan['Actual Rows'] };
+    } finally {
+      await explainClient.query('deallocate bench_case');
+      await explainClient.query('reset plan_cache_mode');
+    }
+  };
+  const explainList = async (query: string) => {
+    const request = new ConversationListQueryPipe().transform(Object.fromEntries(new URLSearchParams(query)));
+    const filters = request.filters as ConversationFilters;
+    const probe = repository.qProbe(BIG_ORG, filters, null, 26);
+    let ms = 0;
+    let buffers = 0;
+    if (probe) {
+      const first = await explainOne(probe.build(), probe.values, false);
+      ms += first.ms;
+      buffers += first.buffers;
+      if (first.rows >= 26) return { ms, buffers };
+    }
+    const plan = repository.listQuery(BIG_ORG, filters, null, 26);
+    const full = await explainOne(plan.build(), plan.values, plan.planStable);
+    return { ms: ms + full.ms, buffers: buffers + full.buffers };
+  };
+
   const results: Timing[] = [];
-  const print = (t: Timing) => console.log(`${t.name.padEnd(48)}\t${String(t.rows).padStart(4)}\t${t.p50.toFixed(1).padStart(7)}\t${t.p99.toFixed(1).padStart(7)}`);
+  const print = (t: Timing, server?: { ms: number; buffers: number }) =>
+    console.log(
+      `${t.name.padEnd(48)}\t${String(t.rows).padStart(4)}\t${t.p50.toFixed(1).padStart(7)}\t${t.p99.toFixed(1).padStart(7)}` +
+        (server ? `\t${server.ms.toFixed(2).padStart(8)}\t${String(server.buffers).padStart(7)}` : ''),
+    );
   console.log(`\nGET /conversations?limit=25, big organization, ${SAMPLES} sequential samples after ${WARMUPS} warm-ups (ms); load ${load()}`);
-  console.log(`${'case'.padEnd(48)}\trows\t    p50\t    p99`);
+  console.log('server: EXPLAIN ANALYZE of the plan the service runs (generic for a prepared shape): execution ms and shared buffers');
+  console.log(`${'case'.padEnd(48)}\trows\t    p50\t    p99\tserver ms\tbuffers`);
   for (const [name, query] of cases) {
     const t = await time(name, bigKey, `/conversations?limit=25${query ? `&${query}` : ''}`);
     results.push(t);
-    print(t);
+    print(t, await explainList(query));
   }
+  explainClient.release();
 
   console.log(`\nfollowing next_cursor, source=embed, limit=100 (ms per page)`);
   const pages: number[] = [];
