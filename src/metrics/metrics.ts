@@ -74,6 +74,7 @@ export class Metrics {
   private readonly jobRowsRemoved: Counter<'job_name'>;
   private readonly jobDuration: Histogram<'job_name'>;
   private readonly jobLastSuccess: Gauge<'job_name'>;
+  private readonly tenantBusyAnswers: Counter<'bound'>;
 
   constructor(readonly enabled: boolean) {
     const registers = [this.registry];
@@ -139,7 +140,14 @@ export class Metrics {
       labelNames: ['job_name'],
       registers,
     });
+    this.tenantBusyAnswers = new Counter({
+      name: 'tenant_concurrency_rejections_total',
+      help: 'Requests answered 503 because their organization or key had its limit of requests in progress for their whole wait, by bound.',
+      labelNames: ['bound'],
+      registers,
+    });
     if (!enabled) return;
+    for (const bound of ['organization', 'key']) this.tenantBusyAnswers.inc({ bound }, 0);
     // every closed-set series exists from the start, at 0, so that rate() and alerts see the first event
     for (const reason of AUTH_FAILURE_REASONS) this.authFailures.inc({ reason }, 0);
     for (const outcome of IDEMPOTENCY_OUTCOMES) this.idempotencyOutcomes.inc({ outcome }, 0);
@@ -174,6 +182,10 @@ export class Metrics {
   /** One rate-limit check (the 429 of a client already known to be over its budget included). */
   rateLimitDecision(decision: RateLimitDecision): void {
     if (this.enabled) this.rateLimitDecisions.inc({ decision });
+  }
+
+  tenantBusy(bound: 'organization' | 'key'): void {
+    if (this.enabled) this.tenantBusyAnswers.inc({ bound });
   }
 
   queryError(error: unknown): void {
