@@ -16,6 +16,8 @@ export interface TrashPurgeResult {
   /** other agents whose `sub_agents` lost a purged id */
   agents_updated: number;
   batches: number;
+  /** the longest batch transaction, in ms: how long it held its row locks at most */
+  longest_batch_ms: number;
   /** true when another instance held the purge lock and this run stopped early */
   skipped: boolean;
 }
@@ -49,9 +51,11 @@ export class AgentsTrashService {
       chatbots: 0,
       agents_updated: 0,
       batches: 0,
+      longest_batch_ms: 0,
       skipped: false,
     };
     for (;;) {
+      const batchStarted = performance.now();
       const batch = await this.db.transaction(async (tx) => {
         if (!(await this.repository.tryLockPurge(tx))) return null;
         const expired = await this.repository.selectExpired(deletedBefore, batchSize, tx);
@@ -67,6 +71,7 @@ export class AgentsTrashService {
         break;
       }
       if (batch.selected === 0) break;
+      result.longest_batch_ms = Math.max(result.longest_batch_ms, performance.now() - batchStarted);
       result.batches += 1;
       result.agents += batch.agents;
       result.triggers += batch.triggers;
