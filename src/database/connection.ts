@@ -183,7 +183,10 @@ export class DatabaseConnection {
       db,
       () => pool.end(),
       async () => {
-        const client = await pool.connect();
+        // a connection of their own, without the pool's statement and query timeouts: an index
+        // build on a large table takes minutes, and an online migration must not be cut short
+        const client = new Client({ connectionString: config.databaseUrl! });
+        await client.connect();
         try {
           // one instance migrates at a time; the others wait, then find nothing to do
           await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
@@ -197,7 +200,7 @@ export class DatabaseConnection {
             await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
           }
         } finally {
-          client.release();
+          await client.end();
         }
       },
       null,
