@@ -11,7 +11,8 @@
  * 20,000-message thread, the busiest agent's analytics, and a small
  * organization's queries. Prints p50/p99 per case and the
  * `EXPLAIN (ANALYZE, BUFFERS)` of the slowest list query. BENCH_SCALE_SEED_ONLY=1
- * stops after seeding.
+ * stops after seeding; BENCH_SCALE_JOBS=1 also runs (`only`: only runs) the purge jobs under a fixed
+ * request rate (bench/scale-jobs.ts; they consume the expired rows: once per seed).
  */
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
@@ -27,6 +28,7 @@ import type { ConversationFilters } from '../src/conversations/conversations.fil
 import { ConversationListQueryPipe } from '../src/conversations/conversations.filters';
 import { ConversationsRepository } from '../src/conversations/conversations.repository';
 import { DatabaseConnection } from '../src/database/connection';
+import { runJobsUnderLoad } from './scale-jobs';
 import { BIG_ORG, COMMON_WORD, RARE_WORD, bigAgentId, seedScale, smallOrgId } from './scale-seed';
 
 const SIZES: Record<string, number> = { '100k': 100_000, '1m': 1_000_000, '10m': 10_000_000 };
@@ -191,85 +193,91 @@ async function main(): Promise<void> {
     return { ms: ms + full.ms, buffers: buffers + full.buffers };
   };
 
-  const results: Timing[] = [];
-  const print = (t: Timing, server?: { ms: number; buffers: number }) =>
-    console.log(
-      `${t.name.padEnd(48)}\t${String(t.rows).padStart(4)}\t${t.p50.toFixed(1).padStart(7)}\t${t.p99.toFixed(1).padStart(7)}` +
-        (server ? `\t${server.ms.toFixed(2).padStart(8)}\t${String(server.buffers).padStart(7)}` : ''),
-    );
-  console.log(`\nGET /conversations?limit=25, big organization, ${SAMPLES} sequential samples after ${WARMUPS} warm-ups (ms); load ${load()}`);
-  console.log('server: EXPLAIN ANALYZE of the plan the service runs (generic for a prepared shape): execution ms and shared buffers');
-  console.log(`${'case'.padEnd(48)}\trows\t    p50\t    p99\tserver ms\tbuffers`);
-  for (const [name, query] of cases) {
-    const t = await time(name, bigKey, `/conversations?limit=25${query ? `&${query}` : ''}`);
-    results.push(t);
-    print(t, await explainList(query));
-  }
-  explainClient.release();
-
-  console.log(`\nfollowing next_cursor, source=embed, limit=100 (ms per page)`);
-  const pages: number[] = [];
-  for (let round = 0; round < 3; round += 1) {
-    let cursor: string | null | undefined = null;
-    for (let page = 1; page <= 200; page += 1) {
-      const t0 = performance.now();
-      const body = await get(bigKey, `/conversations?limit=100&source=embed${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-      const ms = performance.now() - t0;
-      if (round > 0) pages[page] = Math.min(pages[page] ?? Infinity, ms);
-      cursor = body.meta?.next_cursor;
-      if (!cursor) break;
+  if (process.env.BENCH_SCALE_JOBS !== 'only') {
+    const results: Timing[] = [];
+    const print = (t: Timing, server?: { ms: number; buffers: number }) =>
+      console.log(
+        `${t.name.padEnd(48)}\t${String(t.rows).padStart(4)}\t${t.p50.toFixed(1).padStart(7)}\t${t.p99.toFixed(1).padStart(7)}` +
+          (server ? `\t${server.ms.toFixed(2).padStart(8)}\t${String(server.buffers).padStart(7)}` : ''),
+      );
+    console.log(`\nGET /conversations?limit=25, big organization, ${SAMPLES} sequential samples after ${WARMUPS} warm-ups (ms); load ${load()}`);
+    console.log('server: EXPLAIN ANALYZE of the plan the service runs (generic for a prepared shape): execution ms and shared buffers');
+    console.log(`${'case'.padEnd(48)}\trows\t    p50\t    p99\tserver ms\tbuffers`);
+    for (const [name, query] of cases) {
+      const t = await time(name, bigKey, `/conversations?limit=25${query ? `&${query}` : ''}`);
+      results.push(t);
+      print(t, await explainList(query));
     }
-  }
-  console.log(`page 1 / 50 / 200: ${[1, 50, 200].map((p) => pages[p]?.toFixed(1) ?? '-').join(' / ')} (best of two walks)`);
+    explainClient.release();
 
-  console.log(`\nthe ${thread.id} thread (GET /conversations/{id}/messages?limit=100)`);
-  let after: string | null | undefined = null;
-  let page100 = '';
-  for (let page = 1; page <= 100; page += 1) {
-    const body = await get(bigKey, `/conversations/${thread.id}/messages?limit=100${after ? `&cursor=${encodeURIComponent(after)}` : ''}`);
-    if (page === 99) page100 = body.meta?.next_cursor ?? '';
-    after = body.meta?.next_cursor;
-  }
-  for (const [name, path] of [
-    ['messages page 1', `/conversations/${thread.id}/messages?limit=100`],
-    ['messages page 100', `/conversations/${thread.id}/messages?limit=100&cursor=${encodeURIComponent(page100)}`],
-  ]) {
-    const t = await time(name, bigKey, path);
-    results.push(t);
-    print(t);
+    console.log(`\nfollowing next_cursor, source=embed, limit=100 (ms per page)`);
+    const pages: number[] = [];
+    for (let round = 0; round < 3; round += 1) {
+      let cursor: string | null | undefined = null;
+      for (let page = 1; page <= 200; page += 1) {
+        const t0 = performance.now();
+        const body = await get(bigKey, `/conversations?limit=100&source=embed${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        const ms = performance.now() - t0;
+        if (round > 0) pages[page] = Math.min(pages[page] ?? Infinity, ms);
+        cursor = body.meta?.next_cursor;
+        if (!cursor) break;
+      }
+    }
+    console.log(`page 1 / 50 / 200: ${[1, 50, 200].map((p) => pages[p]?.toFixed(1) ?? '-').join(' / ')} (best of two walks)`);
+
+    console.log(`\nthe ${thread.id} thread (GET /conversations/{id}/messages?limit=100)`);
+    let after: string | null | undefined = null;
+    let page100 = '';
+    for (let page = 1; page <= 100; page += 1) {
+      const body = await get(bigKey, `/conversations/${thread.id}/messages?limit=100${after ? `&cursor=${encodeURIComponent(after)}` : ''}`);
+      if (page === 99) page100 = body.meta?.next_cursor ?? '';
+      after = body.meta?.next_cursor;
+    }
+    for (const [name, path] of [
+      ['messages page 1', `/conversations/${thread.id}/messages?limit=100`],
+      ['messages page 100', `/conversations/${thread.id}/messages?limit=100&cursor=${encodeURIComponent(page100)}`],
+    ]) {
+      const t = await time(name, bigKey, path);
+      results.push(t);
+      print(t);
+    }
+
+    console.log(`\nanalytics of the busiest agent`);
+    for (const [name, path] of [
+      ['analytics busiest, default window', `/analytics/agents/${busiest}`],
+      ['analytics busiest, one year', `/analytics/agents/${busiest}?since=${iso(now - 365 * day)}&limit=100`],
+    ]) {
+      const t = await time(name, bigKey, path);
+      results.push(t);
+      print(t);
+    }
+
+    console.log(`\na small organization (${small})`);
+    for (const [name, query] of [
+      ['small: first page', ''],
+      ['small: metadata[channel]=email', 'metadata[channel]=email'],
+      ['small: source=embed + model=gpt-4o', 'source=embed&model=gpt-4o'],
+      ['small: q=help', 'q=help'],
+    ]) {
+      const t = await time(name, smallKey, `/conversations?limit=25${query ? `&${query}` : ''}`);
+      results.push(t);
+      print(t);
+    }
+
+    // the plan of the slowest list case, with the service's own SQL
+    const slowest = results.filter((t) => t.query?.startsWith('/conversations?')).sort((a, b) => b.p99 - a.p99)[0];
+    const params = Object.fromEntries(new URLSearchParams(slowest.query!.split('?')[1]));
+    const request = new ConversationListQueryPipe().transform(params);
+    const { build, values } = app.get(ConversationsRepository).listQuery(BIG_ORG, request.filters as ConversationFilters, null, 26);
+    const statement = build().toSQL();
+    const plan = await pool.query(`explain (analyze, buffers) ${statement.sql}`, fillPlaceholders(statement.params, values) as unknown[]);
+    console.log(`\nslowest list case: ${slowest.name} (p99 ${slowest.p99.toFixed(1)} ms)\n${plan.rows.map((row: Record<string, string>) => `    ${row['QUERY PLAN']}`).join('\n')}`);
   }
 
-  console.log(`\nanalytics of the busiest agent`);
-  for (const [name, path] of [
-    ['analytics busiest, default window', `/analytics/agents/${busiest}`],
-    ['analytics busiest, one year', `/analytics/agents/${busiest}?since=${iso(now - 365 * day)}&limit=100`],
-  ]) {
-    const t = await time(name, bigKey, path);
-    results.push(t);
-    print(t);
+  if (process.env.BENCH_SCALE_JOBS === '1' || process.env.BENCH_SCALE_JOBS === 'only') {
+    const paths = ['', 'source=embed', `agent_id=${busiest}`, 'metadata[channel]=email', `q=${COMMON_WORD}`].map((query) => `/conversations?limit=25${query ? `&${query}` : ''}`);
+    await runJobsUnderLoad({ app, pool, get: (path) => get(bigKey, path), paths, load });
   }
-
-  console.log(`\na small organization (${small})`);
-  for (const [name, query] of [
-    ['small: first page', ''],
-    ['small: metadata[channel]=email', 'metadata[channel]=email'],
-    ['small: source=embed + model=gpt-4o', 'source=embed&model=gpt-4o'],
-    ['small: q=help', 'q=help'],
-  ]) {
-    const t = await time(name, smallKey, `/conversations?limit=25${query ? `&${query}` : ''}`);
-    results.push(t);
-    print(t);
-  }
-
-  // the plan of the slowest list case, with the service's own SQL
-  const slowest = results.filter((t) => t.query?.startsWith('/conversations?')).sort((a, b) => b.p99 - a.p99)[0];
-  const params = Object.fromEntries(new URLSearchParams(slowest.query!.split('?')[1]));
-  const request = new ConversationListQueryPipe().transform(params);
-  const { build, values } = app.get(ConversationsRepository).listQuery(BIG_ORG, request.filters as ConversationFilters, null, 26);
-  const statement = build().toSQL();
-  const plan = await pool.query(`explain (analyze, buffers) ${statement.sql}`, fillPlaceholders(statement.params, values) as unknown[]);
-  console.log(`\nslowest list case: ${slowest.name} (p99 ${slowest.p99.toFixed(1)} ms)\n${plan.rows.map((row: Record<string, string>) => `    ${row['QUERY PLAN']}`).join('\n')}`);
-
   console.log(`\nload average at the end: ${load()}`);
   await app.close();
   await pool.end();
