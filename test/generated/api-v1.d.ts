@@ -1261,7 +1261,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -1424,7 +1424,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -1593,7 +1593,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -1788,7 +1788,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -1971,7 +1971,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -2154,7 +2154,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -2371,7 +2371,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -2540,7 +2540,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -2735,7 +2735,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -2918,7 +2918,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -3101,7 +3101,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -3318,7 +3318,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -3487,7 +3487,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -3682,7 +3682,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -3865,7 +3865,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -4048,7 +4048,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -4217,7 +4217,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -4400,7 +4400,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -4600,7 +4600,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -4788,7 +4788,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -4977,7 +4977,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -5146,7 +5146,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -5329,7 +5329,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -5498,7 +5498,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -5681,7 +5681,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -5874,7 +5874,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
