@@ -143,21 +143,7 @@ export async function seedScale(pool: Pool, n: number, log: (line: string) => vo
       from (select id, org_id, created_at from conversations where org_id = '${BIG_ORG}' and source <> 'sub-agent' order by id desc limit 1) c,
         generate_series(0, ${THREAD_MESSAGES - 1}) m`);
 
-    await step(`${TRASHED_AGENTS} trashed agents + triggers + chatbots`, `insert into agents (id, org_id, handle, name, deleted_at)
-        select 'agent_5ca1e4' || lpad(to_hex(t), 18, '0'), 'org_5ca1e1' || lpad(to_hex(1 + t % ${SMALL_ORGS}), 18, '0'), 'trashed' || t, 'Trashed ' || t,
-          now() - interval '40 days' - interval '1 second' * t
-        from generate_series(1, ${TRASHED_AGENTS}) t;
-      insert into triggers (id, org_id, agent_id, connector_type, event)
-        select 'trigger_5ca1e4' || lpad(to_hex(t), 18, '0'), 'org_5ca1e1' || lpad(to_hex(1 + t % ${SMALL_ORGS}), 18, '0'), 'agent_5ca1e4' || lpad(to_hex(t), 18, '0'),
-          'zendesk', 'ticket.created' from generate_series(1, ${TRASHED_AGENTS}) t;
-      insert into chatbots (id, org_id, public_id, name, agent_id)
-        select 'chatbot_5ca1e4' || lpad(to_hex(t), 18, '0'), 'org_5ca1e1' || lpad(to_hex(1 + t % ${SMALL_ORGS}), 18, '0'), 'pub_5ca1e4' || t, 'Bot ' || t,
-          'agent_5ca1e4' || lpad(to_hex(t), 18, '0') from generate_series(1, ${TRASHED_AGENTS}) t`);
-
-    await step(`${EXPIRED_IDEMPOTENCY} expired idempotency records`, `insert into idempotency_records (org_id, key, fingerprint, status, body, created_at, expires_at)
-      select 'org_5ca1e1' || lpad(to_hex(1 + g % ${SMALL_ORGS}), 18, '0'), 'seed-' || g, 'fingerprint', 201, '{"id":"x"}'::json,
-        now() - interval '3 days', now() - interval '2 days' + interval '1 millisecond' * g
-      from generate_series(1, ${EXPIRED_IDEMPOTENCY}) g`);
+    for (const [name, text] of jobRowStatements()) await step(name, text);
 
     await step('build indexes', indexes.rows.map((row) => `${row.indexdef};`).join('\n'));
     const vacuumStarted = performance.now();
@@ -171,4 +157,38 @@ export async function seedScale(pool: Pool, n: number, log: (line: string) => vo
   const big = await pool.query(`select count(*)::int as n from conversations where org_id = $1`, [BIG_ORG]);
   const small = await pool.query(`select count(*)::int as n from conversations where org_id <> $1`, [BIG_ORG]);
   return { reused: false, seconds, bigConversations: big.rows[0].n, smallConversations: small.rows[0].n };
+}
+
+/** The rows the purge jobs remove: 10,000 agents in the trash for 40 days (with a trigger and a chatbot each), 1,000,000 expired idempotency records. */
+function jobRowStatements(): Array<[string, string]> {
+  return [
+    [`${TRASHED_AGENTS} trashed agents + triggers + chatbots`, `insert into agents (id, org_id, handle, name, deleted_at)
+        select 'agent_5ca1e4' || lpad(to_hex(t), 18, '0'), 'org_5ca1e1' || lpad(to_hex(1 + t % ${SMALL_ORGS}), 18, '0'), 'trashed' || t, 'Trashed ' || t,
+          now() - interval '40 days' - interval '1 second' * t
+        from generate_series(1, ${TRASHED_AGENTS}) t;
+      insert into triggers (id, org_id, agent_id, connector_type, event)
+        select 'trigger_5ca1e4' || lpad(to_hex(t), 18, '0'), 'org_5ca1e1' || lpad(to_hex(1 + t % ${SMALL_ORGS}), 18, '0'), 'agent_5ca1e4' || lpad(to_hex(t), 18, '0'),
+          'zendesk', 'ticket.created' from generate_series(1, ${TRASHED_AGENTS}) t;
+      insert into chatbots (id, org_id, public_id, name, agent_id)
+        select 'chatbot_5ca1e4' || lpad(to_hex(t), 18, '0'), 'org_5ca1e1' || lpad(to_hex(1 + t % ${SMALL_ORGS}), 18, '0'), 'pub_5ca1e4' || t, 'Bot ' || t,
+          'agent_5ca1e4' || lpad(to_hex(t), 18, '0') from generate_series(1, ${TRASHED_AGENTS}) t`],
+
+    [`${EXPIRED_IDEMPOTENCY} expired idempotency records`, `insert into idempotency_records (org_id, key, fingerprint, status, body, created_at, expires_at)
+      select 'org_5ca1e1' || lpad(to_hex(1 + g % ${SMALL_ORGS}), 18, '0'), 'seed-' || g, 'fingerprint', 201, '{"id":"x"}'::json,
+        now() - interval '3 days', now() - interval '2 days' + interval '1 millisecond' * g
+      from generate_series(1, ${EXPIRED_IDEMPOTENCY}) g`],
+  ];
+}
+
+/** Puts the purge jobs' rows back (a jobs run removes them), unless they are there. */
+export async function reseedJobRows(pool: Pool, log: (line: string) => void): Promise<void> {
+  const [{ n }] = (await pool.query(`select count(*)::int as n from agents where id like 'agent_5ca1e4%'`)).rows;
+  if (n > 0) return;
+  for (const [name, text] of jobRowStatements()) {
+    const started = performance.now();
+    await pool.query(text);
+    log(`  ${name}: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  }
+  await pool.query('vacuum (analyze) agents');
+  await pool.query('vacuum (analyze) idempotency_records');
 }

@@ -29,7 +29,7 @@ import { ConversationListQueryPipe } from '../src/conversations/conversations.fi
 import { ConversationsRepository } from '../src/conversations/conversations.repository';
 import { DatabaseConnection } from '../src/database/connection';
 import { runJobsUnderLoad } from './scale-jobs';
-import { BIG_ORG, COMMON_WORD, RARE_WORD, bigAgentId, seedScale, smallOrgId } from './scale-seed';
+import { BIG_ORG, COMMON_WORD, RARE_WORD, bigAgentId, reseedJobRows, seedScale, smallOrgId } from './scale-seed';
 
 const SIZES: Record<string, number> = { '100k': 100_000, '1m': 1_000_000, '10m': 10_000_000 };
 const WARMUPS = 7; // more than 5: prepared statements switch to their generic plan after five executions
@@ -287,6 +287,7 @@ async function main(): Promise<void> {
 
   if (process.env.BENCH_SCALE_JOBS === '1' || process.env.BENCH_SCALE_JOBS === 'only') {
     const paths = ['', 'source=embed', `agent_id=${busiest}`, 'metadata[channel]=email', `q=${COMMON_WORD}`].map((query) => `/conversations?limit=25${query ? `&${query}` : ''}`);
+    await reseedJobRows(pool, (line) => console.log(line));
     await runJobsUnderLoad({ app, pool, get: (path) => get(bigKey, path), paths, load });
   }
   console.log(`\nload average at the end: ${load()}`);

@@ -1,3 +1,4 @@
+import { pauseAfter } from '../common/scheduled-jobs';
 import { Inject, Injectable } from '@nestjs/common';
 import { LOGGER, type AppLogger } from '../common/logger';
 import { DATABASE, type Database } from '../database/database.types';
@@ -78,6 +79,7 @@ export class AgentsTrashService {
       result.chatbots += batch.chatbots;
       result.agents_updated += batch.agentsUpdated;
       if (batch.selected < batchSize) break;
+      await pauseAfter(performance.now() - batchStarted);
     }
     this.logger[result.agents > 0 ? 'info' : 'debug']({ ...result }, 'agent trash purged');
     return result;

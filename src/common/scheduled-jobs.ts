@@ -13,6 +13,15 @@ export interface JobWork {
   longestBatchMs: number;
 }
 
+/**
+ * Between two batches a purge waits as long as the last batch took (at most
+ * a second): half of one connection at most, so requests served meanwhile keep
+ * their latency (docs/performance.md, "Jobs at scale").
+ */
+export function pauseAfter(batchMs: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.min(1000, Math.max(0, batchMs))));
+}
+
 /** A job the service runs on a cron expression; `run` answers how many rows it removed, or its batches too. */
 export interface ScheduledJob {
   name: string;

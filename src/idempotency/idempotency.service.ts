@@ -1,4 +1,4 @@
-import type { JobWork } from '../common/scheduled-jobs';
+import { pauseAfter, type JobWork } from '../common/scheduled-jobs';
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { ApiError } from '../common/api-error';
@@ -91,6 +91,7 @@ export class IdempotencyService {
       work.rows += deleted;
       work.batches += 1;
       if (deleted < batchSize) break;
+      await pauseAfter(performance.now() - started);
     }
     if (work.rows > 0) this.logger.info({ deleted: work.rows, batches: work.batches }, 'purged expired idempotency records');
     return work;
