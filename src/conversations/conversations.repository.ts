@@ -276,8 +276,11 @@ export class ConversationsRepository {
           .orderBy(desc(c.id))
           .limit(sql.placeholder('fetch'));
       if (!split) return select(where);
+      // the backdated rows, read from their partial index first (an initplan): planned as one query,
+      // this branch walked every row newer than the bound through another index, filtering them all
+      const backdated = sql`${c.id} = any(array(select ${c.id} from ${c} where ${c.orgId} = ${sql.placeholder('orgId')} and ${split.early()} and ${c.id} >= ${sql.placeholder('boundId')}))`;
       return select([...where, lt(c.id, sql.placeholder('boundId'))])
-        .unionAll(select([...where, gte(c.id, sql.placeholder('boundId')), split.early()]))
+        .unionAll(select([...where, backdated]))
         .orderBy(desc(c.id))
         .limit(sql.placeholder('fetch'));
     };
