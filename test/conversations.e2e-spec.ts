@@ -3,7 +3,8 @@ import { newId } from '../libs/ids/ids';
 import { createOrg, type TestOrg } from './support/factories';
 import { insertAgent, insertConversation } from './support/readside-rows';
 import { createTestApp, type TestApp } from './support/test-app';
-import { ConversationsRepository } from '../src/conversations/conversations.repository';
+import { ConversationsRepository, Q_PROBE_ROWS } from '../src/conversations/conversations.repository';
+import { conversations } from '../src/database/schema';
 
 const SUMMARY_KEYS = [
   'agent_id',
@@ -399,6 +400,34 @@ describe('Conversations', () => {
         expect(res.body.error.code).toBe('not_found');
       }
       expect(ids(await list(orgA, '?ticket_id=shared'))).toEqual([id]);
+    });
+  });
+
+  describe('q: the newest rows first, then the trigram index', () => {
+    it('finds a term in many titles among the newest rows, and a term only in rows older than the probe through the index, with the same pages', async () => {
+      const org = await createOrg(t.app);
+      const start = Date.parse('2026-01-01T00:00:00Z');
+      // the oldest three say "walrus", every other one "help"; more rows than the probe reads
+      const rows = Array.from({ length: Q_PROBE_ROWS + 10 }, (_, i) => ({
+        id: newId('conversation', new Date(start + i * 1000)),
+        orgId: org.orgId,
+        title: i < 3 ? `walrus question ${i}` : `help with order ${i}`,
+        source: 'dashboard',
+        conversationNumber: i + 1,
+        createdAt: new Date(start + i * 1000),
+      }));
+      for (let i = 0; i < rows.length; i += 1000) await t.connection.db.insert(conversations).values(rows.slice(i, i + 1000));
+      const newestFirst = rows.map((row) => row.id).reverse();
+
+      const common = await list(org, '?q=help&limit=5');
+      expect(ids(common)).toEqual(newestFirst.slice(0, 5));
+      const next = await list(org, `?q=help&limit=5&cursor=${common.body.meta.next_cursor}`);
+      expect(ids(next)).toEqual(newestFirst.slice(5, 10));
+      const rare = await list(org, '?q=WALRUS&limit=2');
+      expect(ids(rare)).toEqual(newestFirst.slice(-2 - 1, -1));
+      const rest = await list(org, `?q=WALRUS&limit=2&cursor=${rare.body.meta.next_cursor}`);
+      expect(ids(rest)).toEqual(newestFirst.slice(-1));
+      expect(rest.body.meta.next_cursor).toBeNull();
     });
   });
 
