@@ -1,13 +1,12 @@
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
-import { migrate as migrateNodePg } from 'drizzle-orm/node-postgres/migrator';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { join } from 'node:path';
 import { Pool } from 'pg';
 import { randomUrlSafe, sha256Hex } from '../libs/crypto/crypto';
 import { newId } from '../libs/ids/ids';
+import { applyMigrations } from '../src/database/migration-runner';
 import { agents, apiKeys, conversations, orgs } from '../src/database/schema';
 
 export const AGENTS = 1_000;
@@ -42,12 +41,17 @@ export async function seed(target: { databaseUrl: string } | { pgliteDir: string
   if ('databaseUrl' in target) {
     const pool = new Pool({ connectionString: target.databaseUrl, max: 2 });
     db = drizzleNodePg(pool);
-    await migrateNodePg(db, { migrationsFolder });
+    const client = await pool.connect();
+    try {
+      await applyMigrations({ exec: async (text) => void (await client.query(text)), query: async (text, params) => (await client.query(text, params)).rows }, migrationsFolder, { concurrently: true });
+    } finally {
+      client.release();
+    }
     close = () => pool.end();
   } else {
     const client = await PGlite.create({ dataDir: target.pgliteDir });
     const lite = drizzlePglite(client);
-    await migratePglite(lite, { migrationsFolder });
+    await applyMigrations({ exec: async (text) => void (await client.exec(text)), query: async (text, params) => (await client.query(text, params)).rows as never }, migrationsFolder, { concurrently: false });
     db = lite as unknown as AnyDb;
     close = () => client.close();
   }

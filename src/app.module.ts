@@ -1,5 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { TenantConcurrencyInterceptor } from './common/tenant-concurrency';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AgentsModule } from './agents/agents.module';
 import { AuthenticationGuard } from './auth/authentication.guard';
@@ -78,6 +79,9 @@ export class AppModule {
         // interceptors nest in registration order: idempotency outside the
         // envelope, so it stores and replays the full enveloped body (the
         // database deadline is set around the whole pipeline: src/http/request-hooks.ts)
+        // outermost: a request over its tenant's bound of requests in progress waits (or is refused) before anything runs
+        TenantConcurrencyInterceptor,
+        { provide: APP_INTERCEPTOR, useExisting: TenantConcurrencyInterceptor },
         { provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor },
         { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
         { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },

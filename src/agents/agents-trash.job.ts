@@ -20,7 +20,7 @@ export class AgentsTrashJob implements OnApplicationBootstrap {
       cron: this.config.trashPurgeCron,
       run: async (now) => {
         const purged = await this.trash.purgeExpiredTrash(now);
-        return purged.agents + purged.triggers + purged.chatbots;
+        return { rows: purged.agents + purged.triggers + purged.chatbots, batches: purged.batches, longestBatchMs: purged.longest_batch_ms };
       },
     });
   }

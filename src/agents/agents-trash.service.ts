@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LOGGER, type AppLogger } from '../common/logger';
+import { pauseAfter } from '../common/scheduled-jobs';
 import { DatabaseConnection } from '../database/connection';
 import { AgentsTrashRepository } from './agents-trash.repository';
 
@@ -25,6 +26,8 @@ export interface TrashPurgeResult {
   /** other agents whose `sub_agents` lost a purged id */
   agents_updated: number;
   batches: number;
+  /** the longest batch transaction, in ms: how long it held its row locks at most */
+  longest_batch_ms: number;
   /** true when another instance held the purge lock and this run stopped early */
   skipped: boolean;
 }
@@ -58,9 +61,11 @@ export class AgentsTrashService {
       chatbots: 0,
       agents_updated: 0,
       batches: 0,
+      longest_batch_ms: 0,
       skipped: false,
     };
     for (;;) {
+      const batchStarted = performance.now();
       const batch = await this.connection.transaction(async () => {
         if (!(await this.repository.tryLockPurge())) return null;
         const expired = await this.repository.selectExpired(deletedBefore, batchSize);
@@ -76,12 +81,14 @@ export class AgentsTrashService {
         break;
       }
       if (batch.selected === 0) break;
+      result.longest_batch_ms = Math.max(result.longest_batch_ms, performance.now() - batchStarted);
       result.batches += 1;
       result.agents += batch.agents;
       result.triggers += batch.triggers;
       result.chatbots += batch.chatbots;
       result.agents_updated += batch.agentsUpdated;
       if (batch.selected < batchSize) break;
+      await pauseAfter(performance.now() - batchStarted);
     }
     this.logger[result.agents > 0 ? 'info' : 'debug']({ ...result }, 'agent trash purged');
     return result;

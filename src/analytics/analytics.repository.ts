@@ -91,19 +91,28 @@ export class AnalyticsRepository {
         from generate_series(${fromDay}::date::timestamp, (${since}::timestamptz at time zone 'UTC')::date::timestamp, interval '-1 day') as d
         limit ${fetch}
       )
+      -- one pass over the page's days, grouped by day: a join per day re-read the window once per day
+      , counted as (
+        select (c.created_at at time zone 'UTC')::date as day,
+          count(*)::int as conversations,
+          sum(c.message_count)::float8 as messages,
+          sum(c.credits_used)::float8 as credits_used,
+          (count(*) filter (where c.autonomous))::int as autonomous
+        from conversations c
+        where c.org_id = ${orgId} and c.agent_id = ${agentId}
+          and c.created_at >= ${since} and c.created_at <= ${until}
+          and c.created_at >= ((select min(day) from days)::timestamp at time zone 'UTC')
+          and c.created_at < (((select max(day) from days) + 1)::timestamp at time zone 'UTC')
+        group by 1
+      )
       select
         to_char(days.day, 'YYYY-MM-DD') as day,
-        count(c.id)::int as conversations,
-        coalesce(sum(c.message_count), 0)::float8 as messages,
-        coalesce(sum(c.credits_used), 0)::float8 as credits_used,
-        (count(c.id) filter (where c.autonomous))::int as autonomous
+        coalesce(counted.conversations, 0) as conversations,
+        coalesce(counted.messages, 0)::float8 as messages,
+        coalesce(counted.credits_used, 0)::float8 as credits_used,
+        coalesce(counted.autonomous, 0) as autonomous
       from days
-      left join conversations c
-        on c.org_id = ${orgId} and c.agent_id = ${agentId}
-        and c.created_at >= ${since} and c.created_at <= ${until}
-        and c.created_at >= (days.day::timestamp at time zone 'UTC')
-        and c.created_at < ((days.day + 1)::timestamp at time zone 'UTC')
-      group by days.day
+      left join counted on counted.day = days.day
       order by days.day desc
     `);
     return (result as unknown as { rows: Raw[] }).rows.map((row) => ({

@@ -78,7 +78,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   422: 'Validation failed (`validation_failed`).',
   429: 'Rate limit exceeded (`rate_limited`).',
   500: 'Unexpected error (`internal_error`).',
-  503: 'Temporarily unavailable (`service_unavailable`); retry with backoff.',
+  503: 'Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff.',
 };
 
 /** A status with the description of this operation's own cases, naming their codes. */

@@ -28,6 +28,15 @@ describe('ScheduledJobs: the one place a scheduled job runs', () => {
     expect(registry.doesExist('cron', 'purge-a')).toBe(false);
   });
 
+  it('records the batches of a job that works in batches', async () => {
+    const { jobs, lines } = setup();
+    jobs.schedule({ name: 'purge-b', cron: '0 0 1 1 *', run: () => Promise.resolve({ rows: 2500, batches: 3, longestBatchMs: 12.34 }) });
+    expect(await jobs.runNow('purge-b')).toMatchObject({ outcome: 'ok', rows_removed: 2500, batches: 3, longest_batch_ms: 12.3 });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines.find((l) => l.msg === 'scheduled job ran')).toMatchObject({ job: 'purge-b', rows_removed: 2500, batches: 3 });
+    jobs.onApplicationShutdown();
+  });
+
   it('a cron of null (setting "off") or jobs disabled registers nothing', () => {
     expect(setup().jobs.schedule({ name: 'off', cron: null, run: () => Promise.resolve(0) })).toBe(false);
     const disabled = setup(false);

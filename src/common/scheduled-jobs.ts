@@ -5,12 +5,29 @@ import { APP_CONFIG, type AppConfig } from '../config/config';
 import { Metrics } from '../metrics/metrics';
 import { LOGGER, type AppLogger } from './logger';
 
-/** A job the service runs on a cron expression; `run` answers how many rows it removed. */
+/** What a batched job did: rows removed, in how many batches (one transaction each), the longest of them. */
+export interface JobWork {
+  rows: number;
+  batches: number;
+  /** the longest batch transaction: how long its row locks were held at most */
+  longestBatchMs: number;
+}
+
+/**
+ * Between two batches a purge waits as long as the last batch took (at most
+ * a second): half of one connection at most, so requests served meanwhile keep
+ * their latency (docs/performance.md, "Jobs at scale").
+ */
+export function pauseAfter(batchMs: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.min(1000, Math.max(0, batchMs))));
+}
+
+/** A job the service runs on a cron expression; `run` answers how many rows it removed, or its batches too. */
 export interface ScheduledJob {
   name: string;
   /** null: the job is off (its setting is `off`) */
   cron: string | null;
-  run(now: Date): Promise<number>;
+  run(now: Date): Promise<number | JobWork>;
 }
 
 /** What one run did: the one record every scheduled run produces (logged; metrics hook in here). */
@@ -19,6 +36,9 @@ export interface ScheduledJobRun {
   outcome: 'ok' | 'failed' | 'still-running';
   duration_ms: number;
   rows_removed: number;
+  /** batches the run worked in (0 for a job that does not report them) */
+  batches?: number;
+  longest_batch_ms?: number;
 }
 
 /**
@@ -65,8 +85,10 @@ export class ScheduledJobs implements OnApplicationShutdown {
     entry.running = true;
     const started = performance.now();
     try {
-      const rows = await entry.job.run(new Date());
-      return this.record({ job: name, outcome: 'ok', duration_ms: performance.now() - started, rows_removed: rows });
+      const work = await entry.job.run(new Date());
+      const duration_ms = performance.now() - started;
+      if (typeof work === 'number') return this.record({ job: name, outcome: 'ok', duration_ms, rows_removed: work });
+      return this.record({ job: name, outcome: 'ok', duration_ms, rows_removed: work.rows, batches: work.batches, longest_batch_ms: Math.round(work.longestBatchMs * 10) / 10 });
     } catch (error) {
       return this.record({ job: name, outcome: 'failed', duration_ms: performance.now() - started, rows_removed: 0 }, error as Error);
     } finally {

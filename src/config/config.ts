@@ -39,6 +39,10 @@ export interface AppConfig {
    * connection or a session-mode pooler
    */
   databasePooler: 'none' | 'transaction';
+  /** requests one organization may have in progress on this instance (each works on at most one pool connection at a time) */
+  orgConcurrency: number;
+  /** requests one API key may have in progress on this instance */
+  keyConcurrency: number;
   /** how long a validated API key may be served from memory */
   apiKeyCacheTtlMs: number;
   /** time a client has to send a whole request (headers and body); Node answers 408 and closes after it */
@@ -225,6 +229,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig>
     throw new ConfigError(`ENCRYPTION_KEY is too weak: its 32 bytes take fewer than ${MIN_DISTINCT_KEY_BYTES} distinct values; use 32 random bytes`);
   }
 
+  const dbPoolMax = intSetting(env, 'DB_POOL_MAX', 10, 1, 1000);
+  // half the pool: one organization's slow requests leave the other half to everyone else
+  const orgConcurrency = intSetting(env, 'ORG_CONCURRENCY', Math.max(1, Math.ceil(dbPoolMax / 2)), 1, 10_000);
   const config: AppConfig = {
     port: intSetting(env, 'PORT', 3000, 0, 65535),
     host: env.HOST?.trim() || '0.0.0.0',
@@ -241,8 +248,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig>
     trashPurgeCron: cronSetting(env, 'TRASH_PURGE_CRON', '0 * * * *'),
     idempotencyPurgeCron: cronSetting(env, 'IDEMPOTENCY_PURGE_CRON', '*/10 * * * *'),
     dbStatementTimeoutMs: intSetting(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
-    dbPoolMax: intSetting(env, 'DB_POOL_MAX', 10, 1, 1000),
+    dbPoolMax,
     databasePooler: poolerSetting(env),
+    orgConcurrency,
+    keyConcurrency: intSetting(env, 'KEY_CONCURRENCY', Math.max(1, orgConcurrency - 1), 1, 10_000),
     apiKeyCacheTtlMs: intSetting(env, 'API_KEY_CACHE_TTL_MS', 5000, 0, 5000),
     httpRequestTimeoutMs: intSetting(env, 'HTTP_REQUEST_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.httpRequestTimeoutMs, 1000, 3_600_000),
     httpHeadersTimeoutMs: intSetting(env, 'HTTP_HEADERS_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.httpHeadersTimeoutMs, 1000, 3_600_000),

@@ -46,25 +46,34 @@ interface ListTerm {
   condition: () => SQL;
   values?: Record<string, unknown>;
   planStable: boolean;
+  /** an equality on a column whose values are very unequal in frequency (one agent may hold a quarter of the rows) */
+  skewed?: boolean;
 }
+
+/** Conversations the `q` probe reads, newest first, before it falls back to the trigram index. */
+export const Q_PROBE_ROWS = 5_000;
+
+/** The organization's metadata documents keyed by the organization, spelled like the `conversations_org_metadata_gin` index. */
+const ORG_METADATA = sql.raw(`jsonb_set('{}'::jsonb, ARRAY["conversations"."org_id"], "conversations"."metadata")`);
 
 const placeholder = (name: string) => sql.placeholder(name);
 
 /** The predicates for these filters, in a fixed order, so that equal shapes build equal SQL. */
-function listTerms(filters: ConversationFilters, afterId: string | null): ListTerm[] {
+function listTerms(orgId: string, filters: ConversationFilters, afterId: string | null): ListTerm[] {
   const c = conversations;
   const terms: ListTerm[] = [];
-  const add = (shape: string, condition: () => SQL, values?: Record<string, unknown>, planStable = true) => terms.push({ shape, condition, values, planStable });
-  const compare = (shape: string, value: unknown, condition: (p: ReturnType<typeof placeholder>) => SQL, planStable = true) =>
-    add(shape, () => condition(placeholder(shape)), { [shape]: value }, planStable);
+  const add = (shape: string, condition: () => SQL, values?: Record<string, unknown>, planStable = true, skewed = false) =>
+    terms.push({ shape, condition, values, planStable, skewed });
+  const compare = (shape: string, value: unknown, condition: (p: ReturnType<typeof placeholder>) => SQL, planStable = true, skewed = false) =>
+    add(shape, () => condition(placeholder(shape)), { [shape]: value }, planStable, skewed);
   // timestamps go in as ISO text: a placeholder's value bypasses drizzle's column mapping
   const iso = (text: string) => new Date(text).toISOString();
 
   // spec: sub-agent runs are returned only when source=sub-agent is passed explicitly
-  if (filters.source) compare('source', filters.source, (p) => eq(c.source, p));
+  if (filters.source) compare('source', filters.source, (p) => eq(c.source, p), true, true);
   else add('not_sub_agent', () => ne(c.source, 'sub-agent'));
-  if (filters.agentId) compare('agentId', filters.agentId, (p) => eq(c.agentId, p));
-  if (filters.model) compare('model', filters.model, (p) => eq(c.model, p));
+  if (filters.agentId) compare('agentId', filters.agentId, (p) => eq(c.agentId, p), true, true);
+  if (filters.model) compare('model', filters.model, (p) => eq(c.model, p), true, true);
   if (filters.parentConversationId) compare('parentConversationId', filters.parentConversationId, (p) => eq(c.parentConversationId, p));
   if (filters.conversationNumber !== undefined) compare('conversationNumber', filters.conversationNumber, (p) => eq(c.conversationNumber, p));
   if (filters.createdAfter) compare('createdAfter', iso(filters.createdAfter), (p) => gte(c.createdAt, p), false);
@@ -76,8 +85,8 @@ function listTerms(filters: ConversationFilters, afterId: string | null): ListTe
     // the key travels inside the JSON value: only the number of alternatives shapes the SQL
     const alternatives = metadataAlternatives(value);
     const names = alternatives.map((_, j) => `metadata${i}_${j}`);
-    const values = Object.fromEntries(alternatives.map((alt, j) => [names[j], JSON.stringify({ [key]: alt })]));
-    add(`metadata${i}x${names.length}`, () => or(...names.map((name) => sql`${c.metadata} @> ${placeholder(name)}::jsonb`))!, values, false);
+    const values = Object.fromEntries(alternatives.map((alt, j) => [names[j], JSON.stringify({ [orgId]: { [key]: alt } })]));
+    add(`metadata${i}x${names.length}`, () => or(...names.map((name) => sql`${ORG_METADATA} @> ${placeholder(name)}::jsonb`))!, values, false);
   });
   // backslash is LIKE's default escape character; without an ESCAPE clause the trigram index applies
   if (filters.q !== undefined) compare('q', likeContains(filters.q), (p) => sql`${c.title} ilike ${p}`, false);
@@ -148,18 +157,34 @@ export class ConversationsRepository {
    * is told apart from an empty thread (one row with a null message).
    */
   async pageMessages(orgId: string, conversationId: string, afterId: string | null, fetch: number): Promise<MessageViewRow[] | null> {
-    const joined = and(
-      eq(messages.orgId, conversations.orgId),
-      eq(messages.conversationId, conversations.id),
-      afterId === null ? undefined : gt(messages.id, afterId),
-    );
-    const rows = await this.db
-      .select({ conversationId: conversations.id, message: messageColumns })
-      .from(conversations)
-      .leftJoin(messages, joined)
-      .where(and(eq(conversations.orgId, orgId), eq(conversations.id, conversationId)))
+    // the page alone, read in order from (org_id, conversation_id, id): a lateral subquery with its own
+    // limit, so a long thread is never joined and sorted whole after the cursor
+    const page = this.db
+      .select(messageColumns)
+      .from(messages)
+      .where(and(eq(messages.orgId, conversations.orgId), eq(messages.conversationId, conversations.id), afterId === null ? undefined : gt(messages.id, afterId)))
       .orderBy(asc(messages.id))
-      .limit(fetch);
+      .limit(fetch)
+      .as('page');
+    const rows = await this.db
+      .select({
+        conversationId: conversations.id,
+        message: {
+          id: page.id,
+          role: page.role,
+          content: page.content,
+          toolCalls: page.toolCalls,
+          toolCallId: page.toolCallId,
+          toolName: page.toolName,
+          connectorType: page.connectorType,
+          model: page.model,
+          createdAt: page.createdAt,
+        },
+      })
+      .from(conversations)
+      .leftJoinLateral(page, sql`true`)
+      .where(and(eq(conversations.orgId, orgId), eq(conversations.id, conversationId)))
+      .orderBy(asc(page.id));
     if (rows.length === 0) return null;
     return rows.flatMap((row) => (row.message?.id ? [row.message as MessageViewRow] : []));
   }
@@ -169,7 +194,12 @@ export class ConversationsRepository {
    * prepared statement (at most MAX_PREPARED_SHAPES); other shapes are built
    * per request so PostgreSQL plans them with their values (docs/decisions.md).
    */
-  list(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[]> {
+  async list(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[]> {
+    const probe = this.qProbe(orgId, filters, afterId, fetch);
+    if (probe) {
+      const recent = await probe.build().execute(probe.values);
+      if (recent.length >= fetch) return recent;
+    }
     const plan = this.listQuery(orgId, filters, afterId, fetch);
     let statement = this.listStatements.get(plan.shape);
     if (!statement && plan.planStable && this.listStatements.size < MAX_PREPARED_SHAPES) {
@@ -178,6 +208,36 @@ export class ConversationsRepository {
       this.listStatements.set(plan.shape, statement);
     }
     return (statement ?? plan.build()).execute(plan.values);
+  }
+
+  /**
+   * `q` first looks at the newest Q_PROBE_ROWS conversations that pass the
+   * other filters (an ordered index walk that stops there): a term in many
+   * titles fills the page from them, where the trigram index would have
+   * returned every matching row of the organization to be sorted. When the
+   * page is not full, the term is rare enough for the trigram index, and the
+   * full query runs. The page is the same either way: those rows are the
+   * newest candidates, so their matches are the newest matches.
+   */
+  qProbe(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number) {
+    if (filters.q === undefined || filters.createdBefore || filters.lastMessageBefore) return null;
+    const { q, ...others } = filters;
+    const inner = this.listQuery(orgId, others, afterId, Q_PROBE_ROWS);
+    const values = { ...inner.values, fetch: Q_PROBE_ROWS, probeFetch: fetch, q: likeContains(q) };
+    const build = () => {
+      const recent = (inner.build() as unknown as ReturnType<typeof this.selectSummaries>).as('recent');
+      return this.db
+        .select()
+        .from(recent)
+        .where(sql`${recent.title} ilike ${sql.placeholder('q')}`)
+        .orderBy(desc(recent.id))
+        .limit(sql.placeholder('probeFetch'));
+    };
+    return { values, build };
+  }
+
+  private selectSummaries() {
+    return this.db.select(summaryColumns).from(conversations);
   }
 
   /** The filter shapes that are prepared statements now (for tests and diagnostics). */
@@ -193,7 +253,7 @@ export class ConversationsRepository {
    */
   listQuery(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number) {
     const c = conversations;
-    const terms = listTerms(filters, afterId);
+    const terms = listTerms(orgId, filters, afterId);
     const values: Record<string, unknown> = { orgId, fetch };
     for (const term of terms) Object.assign(values, term.values);
     const bound = filters.createdBefore
@@ -216,12 +276,19 @@ export class ConversationsRepository {
           .orderBy(desc(c.id))
           .limit(sql.placeholder('fetch'));
       if (!split) return select(where);
+      // the backdated rows, read from their partial index first (an initplan): planned as one query,
+      // this branch walked every row newer than the bound through another index, filtering them all
+      const backdated = sql`${c.id} = any(array(select ${c.id} from ${c} where ${c.orgId} = ${sql.placeholder('orgId')} and ${split.early()} and ${c.id} >= ${sql.placeholder('boundId')}))`;
       return select([...where, lt(c.id, sql.placeholder('boundId'))])
-        .unionAll(select([...where, gte(c.id, sql.placeholder('boundId')), split.early()]))
+        .unionAll(select([...where, backdated]))
         .orderBy(desc(c.id))
         .limit(sql.placeholder('fetch'));
     };
-    return { shape, values, build, planStable: !split && terms.every((term) => term.planStable) };
+    // two skewed equalities: their rows overlap anywhere from all to none, and a generic plan, made
+    // once for average values, walks one of them filtering by the other (the busiest agent's millions
+    // of rows for a model it never used); planned with the values, the rarer side leads
+    const skewed = terms.filter((term) => term.skewed).length;
+    return { shape, values, build, planStable: !split && skewed <= 1 && terms.every((term) => term.planStable) };
   }
 
   /**

@@ -1,15 +1,14 @@
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { sql } from 'drizzle-orm';
-import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
-import { migrate as migrateNodePg } from 'drizzle-orm/node-postgres/migrator';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { Client } from 'pg';
 import { packageRoot } from '../common/package-root';
 import type { AppConfig } from '../config/config';
 import type { Database } from './database.types';
+import { applyMigrations } from './migration-runner';
 import { drizzlePgliteClient } from './pglite-client';
 import { PgliteDirectoryLock } from './pglite-lock';
 import { PostgresConnections } from './pg-connections';
@@ -105,7 +104,11 @@ export class DatabaseConnection {
       db,
       onClose,
       async () => {
-        await migratePglite(drizzleDb, { migrationsFolder: migrationsFolder() });
+        await applyMigrations(
+          { exec: async (text) => void (await client.exec(text)), query: async (text, params) => (await client.query(text, params)).rows as never },
+          migrationsFolder(),
+          { concurrently: false },
+        );
       },
       beginTransaction,
       client,
@@ -158,14 +161,22 @@ export class DatabaseConnection {
       'postgres',
       postgres.db,
       () => pool.end(),
-      // one instance migrates at a time; the others wait, then find nothing to do
+      // one instance migrates at a time; the others wait, then find nothing to do. The migrations
+      // run on a connection of their own, without the pool's statement and query timeouts: an
+      // index build on a large table takes minutes, and an online migration must not be cut short
       () =>
         withMigrationLock(config.databaseUrl!, async () => {
-          const client = await pool.connect();
+          const client = new Client({ connectionString: config.databaseUrl!, application_name: 'migrations' });
+          client.on('error', () => undefined);
+          await client.connect();
           try {
-            await migrateNodePg(drizzleNodePg({ client, schema }), { migrationsFolder: migrationsFolder() });
+            await applyMigrations(
+              { exec: async (text) => void (await client.query(text)), query: async (text, params) => (await client.query(text, params)).rows },
+              migrationsFolder(),
+              { concurrently: true },
+            );
           } finally {
-            client.release();
+            await client.end().catch(() => undefined);
           }
         }),
       (fn) => postgres.transaction(fn),

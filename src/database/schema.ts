@@ -201,9 +201,12 @@ export const conversations = pgTable(
     index('conversations_org_idx').on(t.orgId, t.id),
     index('conversations_org_source_idx').on(t.orgId, t.source, t.id),
     index('conversations_org_agent_idx').on(t.orgId, t.agentId, t.id),
-    index('conversations_org_parent_idx').on(t.orgId, t.parentConversationId, t.id),
+    // sub-agent runs only: every top-level conversation has no parent
+    index('conversations_org_parent_set_idx').on(t.orgId, t.parentConversationId, t.id).where(sql`${t.parentConversationId} IS NOT NULL`),
     index('conversations_org_number_idx').on(t.orgId, t.conversationNumber),
     index('conversations_org_model_idx').on(t.orgId, t.model, t.id),
+    // source + model, whose common values combine into rare or empty sets
+    index('conversations_org_source_model_idx').on(t.orgId, t.source, t.model, t.id),
     index('conversations_org_last_message_idx').on(t.orgId, t.lastMessageAt),
     index('conversations_org_created_idx').on(t.orgId, t.createdAt),
     // agent analytics: one agent's conversations over a created_at window (totals and per-day buckets)
@@ -212,7 +215,8 @@ export const conversations = pgTable(
     index('conversations_org_onboarding_idx').on(t.orgId, t.id).where(sql`${t.isOnboarding}`),
     index('conversations_org_simulation_idx').on(t.orgId, t.id).where(sql`${t.isSimulation}`),
     index('conversations_ticket_ids_gin').using('gin', t.ticketIds),
-    index('conversations_metadata_gin').using('gin', sql`${t.metadata} jsonb_path_ops`),
+    // {org_id: metadata}: each indexed key carries its organization (ConversationsRepository's metadata predicate spells the same expression)
+    index('conversations_org_metadata_gin').using('gin', sql`(jsonb_set('{}'::jsonb, ARRAY[${t.orgId}], ${t.metadata})) jsonb_path_ops`).with({ fastupdate: false }),
   ],
 );
 

@@ -18,6 +18,6 @@ export class IdempotencyPurgeJob implements OnApplicationBootstrap {
   ) {}
 
   onApplicationBootstrap(): void {
-    this.jobs.schedule({ name: IDEMPOTENCY_PURGE_JOB, cron: this.config.idempotencyPurgeCron, run: (now) => this.idempotency.purgeExpired(now) });
+    this.jobs.schedule({ name: IDEMPOTENCY_PURGE_JOB, cron: this.config.idempotencyPurgeCron, run: (now) => this.idempotency.purgeExpiredInBatches(now) });
   }
 }

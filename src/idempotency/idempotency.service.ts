@@ -1,3 +1,4 @@
+import { pauseAfter, type JobWork } from '../common/scheduled-jobs';
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { ApiError } from '../common/api-error';
@@ -77,13 +78,22 @@ export class IdempotencyService {
 
   /** Deletes every record expired at `now`, batch by batch; returns how many. */
   async purgeExpired(now = new Date(), batchSize = PURGE_BATCH_SIZE): Promise<number> {
-    let total = 0;
+    return (await this.purgeExpiredInBatches(now, batchSize)).rows;
+  }
+
+  /** The purge, with its batches (one DELETE statement each) and the longest of them. */
+  async purgeExpiredInBatches(now = new Date(), batchSize = PURGE_BATCH_SIZE): Promise<JobWork> {
+    const work: JobWork = { rows: 0, batches: 0, longestBatchMs: 0 };
     for (;;) {
+      const started = performance.now();
       const deleted = await this.repository.deleteExpiredBatch(now, batchSize);
-      total += deleted;
+      work.longestBatchMs = Math.max(work.longestBatchMs, performance.now() - started);
+      work.rows += deleted;
+      work.batches += 1;
       if (deleted < batchSize) break;
+      await pauseAfter(performance.now() - started);
     }
-    if (total > 0) this.logger.info({ deleted: total }, 'purged expired idempotency records');
-    return total;
+    if (work.rows > 0) this.logger.info({ deleted: work.rows, batches: work.batches }, 'purged expired idempotency records');
+    return work;
   }
 }

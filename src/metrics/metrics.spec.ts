@@ -75,6 +75,15 @@ describe('Metrics', () => {
     expect(sampleValue(exposition, 'job_duration_seconds_count', job)).toBe(2);
     expect(sampleValue(exposition, 'job_duration_seconds_sum', job)).toBeCloseTo(1.52);
     expect(sampleValue(exposition, 'job_last_success_timestamp_seconds', job)).toBeGreaterThanOrEqual(Math.floor(before));
+    expect(sampleValue(exposition, 'job_batches_total', job)).toBe(0);
+
+    // a batched job's run: its batches add up, its longest batch is the last run's
+    metrics.jobRun({ job: 'agents-trash-purge', outcome: 'ok', duration_ms: 900, rows_removed: 1500, batches: 3, longest_batch_ms: 250 });
+    metrics.jobRun({ job: 'agents-trash-purge', outcome: 'ok', duration_ms: 100, rows_removed: 10, batches: 1, longest_batch_ms: 40 });
+    exposition = parseExposition(await metrics.render());
+    expect(sampleValue(exposition, 'job_batches_total', job)).toBe(4);
+    expect(sampleValue(exposition, 'job_rows_removed_total', job)).toBe(1517);
+    expect(sampleValue(exposition, 'job_last_run_longest_batch_seconds', job)).toBeCloseTo(0.04);
   });
 
   test('disabled, it records nothing and collects no default metrics', async () => {

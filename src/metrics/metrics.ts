@@ -9,6 +9,8 @@ export interface JobRun {
   outcome: 'ok' | 'failed' | 'still-running';
   duration_ms: number;
   rows_removed: number;
+  batches?: number;
+  longest_batch_ms?: number;
 }
 
 export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'expired'];
@@ -75,8 +77,11 @@ export class Metrics {
   // `job_name`, not `job`: Prometheus gives every scraped series the target's `job` label
   private readonly jobRuns: Counter<'job_name' | 'outcome'>;
   private readonly jobRowsRemoved: Counter<'job_name'>;
+  private readonly jobBatches: Counter<'job_name'>;
+  private readonly jobLongestBatch: Gauge<'job_name'>;
   private readonly jobDuration: Histogram<'job_name'>;
   private readonly jobLastSuccess: Gauge<'job_name'>;
+  private readonly tenantBusyAnswers: Counter<'bound'>;
 
   constructor(readonly enabled: boolean) {
     const registers = [this.registry];
@@ -135,6 +140,18 @@ export class Metrics {
       labelNames: ['job_name'],
       registers,
     });
+    this.jobBatches = new Counter({
+      name: 'job_batches_total',
+      help: 'Batches (one transaction each) worked by scheduled jobs that work in batches, by job.',
+      labelNames: ['job_name'],
+      registers,
+    });
+    this.jobLongestBatch = new Gauge({
+      name: 'job_last_run_longest_batch_seconds',
+      help: 'The longest batch transaction of the last successful run of a batched job (how long it held row locks at most), by job.',
+      labelNames: ['job_name'],
+      registers,
+    });
     this.jobDuration = new Histogram({
       name: 'job_duration_seconds',
       help: 'Duration of scheduled job runs that ran, by job.',
@@ -148,7 +165,14 @@ export class Metrics {
       labelNames: ['job_name'],
       registers,
     });
+    this.tenantBusyAnswers = new Counter({
+      name: 'tenant_concurrency_rejections_total',
+      help: 'Requests answered 503 because their organization or key had its limit of requests in progress for their whole wait, by bound.',
+      labelNames: ['bound'],
+      registers,
+    });
     if (!enabled) return;
+    for (const bound of ['organization', 'key']) this.tenantBusyAnswers.inc({ bound }, 0);
     // every closed-set series exists from the start, at 0, so that rate() and alerts see the first event
     for (const reason of AUTH_FAILURE_REASONS) this.authFailures.inc({ reason }, 0);
     for (const outcome of IDEMPOTENCY_OUTCOMES) this.idempotencyOutcomes.inc({ outcome }, 0);
@@ -190,6 +214,10 @@ export class Metrics {
     if (this.enabled) this.rateLimitStoreWaits.observe(seconds);
   }
 
+  tenantBusy(bound: 'organization' | 'key'): void {
+    if (this.enabled) this.tenantBusyAnswers.inc({ bound });
+  }
+
   queryError(error: unknown): void {
     if (this.enabled) this.queryErrors.inc({ sqlstate_class: sqlstateClass(error) });
   }
@@ -199,6 +227,7 @@ export class Metrics {
     if (!this.enabled) return;
     for (const outcome of Object.values(JOB_OUTCOMES)) this.jobRuns.inc({ job_name: job, outcome }, 0);
     this.jobRowsRemoved.inc({ job_name: job }, 0);
+    this.jobBatches.inc({ job_name: job }, 0);
     this.jobDuration.zero({ job_name: job });
     this.jobLastSuccess.set({ job_name: job }, 0);
   }
@@ -212,6 +241,8 @@ export class Metrics {
     this.jobDuration.observe(labels, run.duration_ms / 1000);
     if (run.outcome !== 'ok') return;
     this.jobRowsRemoved.inc(labels, run.rows_removed);
+    if (run.batches !== undefined) this.jobBatches.inc(labels, run.batches);
+    if (run.longest_batch_ms !== undefined) this.jobLongestBatch.set(labels, run.longest_batch_ms / 1000);
     this.jobLastSuccess.set(labels, Date.now() / 1000);
   }
 

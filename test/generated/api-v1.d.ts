@@ -1276,7 +1276,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -1439,7 +1439,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -1608,7 +1608,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -1803,7 +1803,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -1986,7 +1986,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -2169,7 +2169,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -2386,7 +2386,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -2555,7 +2555,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -2750,7 +2750,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -2933,7 +2933,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -3116,7 +3116,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -3333,7 +3333,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -3502,7 +3502,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -3697,7 +3697,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -3880,7 +3880,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -4063,7 +4063,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -4232,7 +4232,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -4415,7 +4415,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -4615,7 +4615,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -4803,7 +4803,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -4992,7 +4992,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -5161,7 +5161,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -5344,7 +5344,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -5513,7 +5513,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -5696,7 +5696,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */
@@ -5889,7 +5889,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Temporarily unavailable (`service_unavailable`); retry with backoff. */
+            /** @description Temporarily unavailable (`service_unavailable`, with `Retry-After`): the database is unreachable or did not answer in time, or the organization (or the API key) kept its limit of requests in progress (by default half the database pool per organization, one less per key, per instance) busy for the whole time the request could wait; retry with backoff. */
             503: {
                 headers: {
                     /** @description Equals `request_id` in the body. */

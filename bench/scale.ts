@@ -1,0 +1,303 @@
+/**
+ * `npm run bench:scale`: the service at scale on a PostgreSQL server.
+ *
+ *   DATABASE_URL=postgres://… BENCH_SCALE=100k|1m|10m npm run bench:scale
+ *
+ * Migrates, seeds the scale dataset (bench/scale-seed.ts; a database that
+ * already holds it is reused), starts the service on that database and
+ * measures through HTTP, sequentially: every conversation list case (each
+ * filter with a common, a rare and a matching-nothing value, combinations,
+ * time ranges, metadata, tickets, `q`), 200 pages of `next_cursor`, the
+ * 20,000-message thread, the busiest agent's analytics, and a small
+ * organization's queries. Prints p50/p99 per case and the
+ * `EXPLAIN (ANALYZE, BUFFERS)` of the slowest list query. BENCH_SCALE_SEED_ONLY=1
+ * stops after seeding; BENCH_SCALE_JOBS=1 also runs (`only`: only runs) the purge jobs under a fixed
+ * request rate (bench/scale-jobs.ts; they consume the expired rows: once per seed).
+ */
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { fillPlaceholders } from 'drizzle-orm';
+import { loadavg } from 'node:os';
+import { Pool } from 'pg';
+import { AppModule } from '../src/app.module';
+import { ApiKeysService } from '../src/auth/api-keys.service';
+import { APP_OPTIONS, configureApp, createHttpAdapter } from '../src/bootstrap';
+import { createLogger } from '../src/common/logger';
+import { loadConfig } from '../src/config/config';
+import type { ConversationFilters } from '../src/conversations/conversations.filters';
+import { ConversationListQueryPipe } from '../src/conversations/conversations.filters';
+import { ConversationsRepository } from '../src/conversations/conversations.repository';
+import { DatabaseConnection } from '../src/database/connection';
+import { runJobsUnderLoad } from './scale-jobs';
+import { BIG_ORG, COMMON_WORD, RARE_WORD, bigAgentId, reseedJobRows, seedScale, smallOrgId } from './scale-seed';
+
+const SIZES: Record<string, number> = { '100k': 100_000, '1m': 1_000_000, '10m': 10_000_000 };
+const WARMUPS = 7; // more than 5: prepared statements switch to their generic plan after five executions
+const SAMPLES = Number(process.env.BENCH_SCALE_SAMPLES ?? 25);
+
+export interface Timing {
+  name: string;
+  p50: number;
+  p99: number;
+  rows: number;
+  query?: string;
+  /** server-side execution time of the plan the service runs (list cases) */
+  serverMs?: number;
+}
+
+export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)];
+
+async function main(): Promise<void> {
+  const size = (process.env.BENCH_SCALE ?? '100k').toLowerCase();
+  const n = SIZES[size];
+  if (!n) throw new Error(`BENCH_SCALE must be one of ${Object.keys(SIZES).join(', ')}`);
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) throw new Error('DATABASE_URL must name a PostgreSQL server (the scale bench does not run on the embedded engine)');
+  const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+  console.log(`scale bench: ${size} (${n.toLocaleString('en')} conversations in the big organization), load average ${load()}`);
+
+  // sequential samples from one key: the per-key request budget is not what is measured here
+  const env = { ...process.env, LOG_LEVEL: 'error', RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_HOUR: '100000000' };
+  const config = loadConfig(env, { jobsEnabled: false });
+  const logger = createLogger(config);
+  const connection = await DatabaseConnection.open(config, logger);
+  const migrateStarted = performance.now();
+  await connection.migrate();
+  console.log(`migrations applied in ${((performance.now() - migrateStarted) / 1000).toFixed(1)} s`);
+  const pool = new Pool({ connectionString: databaseUrl, max: 2 });
+  const started = performance.now();
+  const seeded = await seedScale(pool, n, (line) => console.log(line));
+  console.log(
+    seeded.reused
+      ? `reused the seeded database: ${seeded.bigConversations} + ${seeded.smallConversations} conversations`
+      : `seeded ${seeded.bigConversations} + ${seeded.smallConversations} conversations in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
+
+  if (process.env.BENCH_SCALE_SEED_ONLY === '1') {
+    await pool.end();
+    await connection.close();
+    return;
+  }
+
+  const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection }), createHttpAdapter(logger), { ...APP_OPTIONS, logger: false });
+  configureApp(app, logger);
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as { port: number };
+  const keys = app.get(ApiKeysService);
+  const scopes = ['conversations:read', 'analytics:read', 'org:read'];
+  const bigKey = (await keys.create({ orgId: BIG_ORG, label: 'scale bench', scopes })).token;
+  const small = smallOrgId(500);
+  const smallKey = (await keys.create({ orgId: small, label: 'scale bench', scopes })).token;
+  const base = `http://127.0.0.1:${port}/api/v1`;
+  const get = async (token: string, path: string) => {
+    const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });
+    const body = (await res.json()) as { data?: unknown; meta?: { next_cursor?: string | null } };
+    if (res.status !== 200) throw new Error(`${path}: HTTP ${res.status} ${JSON.stringify(body)}`);
+    return body;
+  };
+  const time = async (name: string, token: string, path: string): Promise<Timing> => {
+    try {
+      await get(token, path);
+    } catch (error) {
+      // a case the service cannot answer in time is a result too
+      console.log(`${name.padEnd(48)}\t${(error as Error).message.slice(0, 160)}`);
+      return { name, p50: NaN, p99: NaN, rows: 0, query: path };
+    }
+    for (let i = 1; i < WARMUPS; i += 1) await get(token, path);
+    const times: number[] = [];
+    let rows = 0;
+    for (let i = 0; i < SAMPLES; i += 1) {
+      const t0 = performance.now();
+      const body = await get(token, path);
+      times.push(performance.now() - t0);
+      rows = Array.isArray(body.data) ? body.data.length : 1;
+    }
+    times.sort((a, b) => a - b);
+    return { name, p50: percentile(times, 0.5), p99: percentile(times, 0.99), rows, query: path };
+  };
+
+  // values read from the data, so every size finds its own common and rare ones
+  const one = async <T>(text: string, values: unknown[] = []) => (await pool.query(text, values)).rows[0] as T;
+  const busiest = bigAgentId(0);
+  const quiet = bigAgentId(150);
+  const parent = await one<{ p: string }>(`select parent_conversation_id as p from conversations where org_id = $1 and source = 'sub-agent' order by id desc limit 1 offset 1000`, [BIG_ORG]);
+  const ticketed = await one<{ t: string }>(`select ticket_ids[1] as t from conversations where org_id = $1 and cardinality(ticket_ids) > 0 order by id limit 1 offset 100`, [BIG_ORG]);
+  const meta = await one<{ t: string }>(`select metadata->>'ticketId' as t from conversations where org_id = $1 and metadata is not null order by id limit 1 offset 50`, [BIG_ORG]);
+  const thread = await one<{ id: string }>(`select conversation_id as id from messages where org_id = $1 group by conversation_id order by count(*) desc limit 1`, [BIG_ORG]);
+  const day = 86_400_000;
+  const now = Date.now();
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const monthsAgo20 = now - 600 * day;
+  const cases: Array<[string, string]> = [
+    ['first page, no filter', ''],
+    ['source=embed (common)', 'source=embed'],
+    ['source=sub-agent (rare)', 'source=sub-agent'],
+    ['agent_id busiest', `agent_id=${busiest}`],
+    ['agent_id rare', `agent_id=${quiet}`],
+    ['agent_id unknown (matches nothing)', 'agent_id=agent_5ca1e2ffffffffffffffffff'],
+    ['model=gpt-4o (common)', 'model=gpt-4o'],
+    ['model=o1-rare (rare)', 'model=o1-rare'],
+    ['model=none (matches nothing)', 'model=none'],
+    ['source=embed + model=gpt-4o (nothing)', 'source=embed&model=gpt-4o'],
+    ['source=autonomous + model=o1-rare', 'source=autonomous&model=o1-rare'],
+    ['agent_id busiest + source', `agent_id=${busiest}&source=autonomous`],
+    ['agent_id busiest + model rare', `agent_id=${busiest}&model=o1-rare`],
+    ['agent_id busiest + model none', `agent_id=${busiest}&model=none`],
+    ['agent_id + source + model + 7-day created', `agent_id=${busiest}&source=dashboard&model=gpt-4o&created_after=${iso(now - 300 * day)}&created_before=${iso(now - 293 * day)}`],
+    ['source + model + 7-day created', `source=embed&model=gpt-4o&created_after=${iso(now - 300 * day)}&created_before=${iso(now - 293 * day)}`],
+    ['created one day 20 months ago', `created_after=${iso(monthsAgo20)}&created_before=${iso(monthsAgo20 + day)}`],
+    ['created_after last 7 days', `created_after=${iso(now - 7 * day)}`],
+    ['created_before 300 days ago', `created_before=${iso(now - 300 * day)}`],
+    ['last_message_after recent', `last_message_after=${iso(now - day)}`],
+    ['last_message_before far back', `last_message_before=${iso(now - 700 * day)}`],
+    ['since long ago', `since=${iso(now - 700 * day)}`],
+    ['metadata[channel]=email', 'metadata[channel]=email'],
+    ['metadata[ticketId] (one row)', `metadata[ticketId]=${meta.t}`],
+    ['metadata[channel]=none (nothing)', 'metadata[channel]=fax'],
+    ['ticket_id (one row)', `ticket_id=${ticketed.t}`],
+    ['ticket_id unknown', 'ticket_id=no-such-ticket'],
+    ['parent_conversation_id', `source=sub-agent&parent_conversation_id=${parent.p}`],
+    ['conversation_number', `conversation_number=${Math.floor(n / 3)}`],
+    ['is_simulation=true', 'is_simulation=true'],
+    ['is_onboarding=true', 'is_onboarding=true'],
+    [`q=${COMMON_WORD} (common)`, `q=${COMMON_WORD}`],
+    [`q=${RARE_WORD} (rare)`, `q=${RARE_WORD}`],
+    ['q=zzzz (nothing)', 'q=zzzzqq'],
+    [`agent_id busiest + q=${RARE_WORD}`, `agent_id=${busiest}&q=${RARE_WORD}`],
+  ];
+
+  // what the server does for one list request, with the plan the service gets (generic for a prepared
+  // shape, custom otherwise): its execution time and pages touched do not depend on the machine's load
+  const repository = app.get(ConversationsRepository);
+  const explainClient = await pool.connect();
+  const explainOne = async (built: { toSQL(): { sql: string; params: unknown[] } }, values: Record<string, unknown>, generic: boolean) => {
+    const statement = built.toSQL();
+    const params = fillPlaceholders(statement.params, values) as unknown[];
+    await explainClient.query(`set plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
+    await explainClient.query(`prepare bench_case as ${statement.sql}`);
+    try {
+      const args = params.map((p) => (typeof p === 'number' ? String(p) : explainClient.escapeLiteral(String(p)))).join(', ');
+      const res = await explainClient.query(`explain (analyze, buffers, format json) execute bench_case${params.length ? `(${args})` : ''}`);
+      const [top] = res.rows[0]['QUERY PLAN'] as Array<{ 'Execution Time': number; Plan: { 'Actual Rows': number; 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }>;
+      return { ms: top['Execution Time'], buffers: top.Plan['Shared Hit Blocks'] + top.Plan['Shared Read Blocks'], rows: top.Plan['Actual Rows'] };
+    } finally {
+      await explainClient.query('deallocate bench_case');
+      await explainClient.query('reset plan_cache_mode');
+    }
+  };
+  const explainList = async (query: string) => {
+    const request = new ConversationListQueryPipe().transform(Object.fromEntries(new URLSearchParams(query)));
+    const filters = request.filters as ConversationFilters;
+    const probe = repository.qProbe(BIG_ORG, filters, null, 26);
+    let ms = 0;
+    let buffers = 0;
+    if (probe) {
+      const first = await explainOne(probe.build(), probe.values, false);
+      ms += first.ms;
+      buffers += first.buffers;
+      if (first.rows >= 26) return { ms, buffers };
+    }
+    const plan = repository.listQuery(BIG_ORG, filters, null, 26);
+    const full = await explainOne(plan.build(), plan.values, plan.planStable);
+    return { ms: ms + full.ms, buffers: buffers + full.buffers };
+  };
+
+  if (process.env.BENCH_SCALE_JOBS !== 'only') {
+    const results: Timing[] = [];
+    const print = (t: Timing, server?: { ms: number; buffers: number }) =>
+      console.log(
+        `${t.name.padEnd(48)}\t${String(t.rows).padStart(4)}\t${t.p50.toFixed(1).padStart(7)}\t${t.p99.toFixed(1).padStart(7)}` +
+          (server ? `\t${server.ms.toFixed(2).padStart(8)}\t${String(server.buffers).padStart(7)}` : ''),
+      );
+    console.log(`\nGET /conversations?limit=25, big organization, ${SAMPLES} sequential samples after ${WARMUPS} warm-ups (ms); load ${load()}`);
+    console.log('server: EXPLAIN ANALYZE of the plan the service runs (generic for a prepared shape): execution ms and shared buffers');
+    console.log(`${'case'.padEnd(48)}\trows\t    p50\t    p99\tserver ms\tbuffers`);
+    for (const [name, query] of cases) {
+      const t = await time(name, bigKey, `/conversations?limit=25${query ? `&${query}` : ''}`);
+      const server = await explainList(query);
+      results.push({ ...t, serverMs: server.ms });
+      print(t, server);
+    }
+    explainClient.release();
+
+    console.log(`\nfollowing next_cursor, source=embed, limit=100 (ms per page)`);
+    const pages: number[] = [];
+    for (let round = 0; round < 3; round += 1) {
+      let cursor: string | null | undefined = null;
+      for (let page = 1; page <= 200; page += 1) {
+        const t0 = performance.now();
+        const body = await get(bigKey, `/conversations?limit=100&source=embed${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        const ms = performance.now() - t0;
+        if (round > 0) pages[page] = Math.min(pages[page] ?? Infinity, ms);
+        cursor = body.meta?.next_cursor;
+        if (!cursor) break;
+      }
+    }
+    console.log(`page 1 / 50 / 200: ${[1, 50, 200].map((p) => pages[p]?.toFixed(1) ?? '-').join(' / ')} (best of two walks)`);
+
+    console.log(`\nthe ${thread.id} thread (GET /conversations/{id}/messages?limit=100)`);
+    let after: string | null | undefined = null;
+    let page100 = '';
+    for (let page = 1; page <= 100; page += 1) {
+      const body = await get(bigKey, `/conversations/${thread.id}/messages?limit=100${after ? `&cursor=${encodeURIComponent(after)}` : ''}`);
+      if (page === 99) page100 = body.meta?.next_cursor ?? '';
+      after = body.meta?.next_cursor;
+    }
+    for (const [name, path] of [
+      ['messages page 1', `/conversations/${thread.id}/messages?limit=100`],
+      ['messages page 100', `/conversations/${thread.id}/messages?limit=100&cursor=${encodeURIComponent(page100)}`],
+    ]) {
+      const t = await time(name, bigKey, path);
+      results.push(t);
+      print(t);
+    }
+
+    console.log(`\nanalytics of the busiest agent`);
+    for (const [name, path] of [
+      ['analytics busiest, default window', `/analytics/agents/${busiest}`],
+      ['analytics busiest, one year', `/analytics/agents/${busiest}?since=${iso(now - 365 * day)}&limit=100`],
+    ]) {
+      const t = await time(name, bigKey, path);
+      results.push(t);
+      print(t);
+    }
+
+    console.log(`\na small organization (${small})`);
+    for (const [name, query] of [
+      ['small: first page', ''],
+      ['small: metadata[channel]=email', 'metadata[channel]=email'],
+      ['small: source=embed + model=gpt-4o', 'source=embed&model=gpt-4o'],
+      ['small: q=help', 'q=help'],
+    ]) {
+      const t = await time(name, smallKey, `/conversations?limit=25${query ? `&${query}` : ''}`);
+      results.push(t);
+      print(t);
+    }
+
+    // the plan of the slowest list case, with the service's own SQL
+    // by the server's time: wall time on a loaded machine says more about the load than about the plan
+    const slowest = results.filter((t) => t.serverMs !== undefined).sort((a, b) => b.serverMs! - a.serverMs!)[0];
+    const params = Object.fromEntries(new URLSearchParams(slowest.query!.split('?')[1]));
+    const request = new ConversationListQueryPipe().transform(params);
+    const { build, values } = app.get(ConversationsRepository).listQuery(BIG_ORG, request.filters as ConversationFilters, null, 26);
+    const statement = build().toSQL();
+    const plan = await pool.query(`explain (analyze, buffers) ${statement.sql}`, fillPlaceholders(statement.params, values) as unknown[]);
+    console.log(`\nslowest list case on the server: ${slowest.name} (${slowest.serverMs!.toFixed(2)} ms; HTTP p99 ${slowest.p99.toFixed(1)} ms)\n${plan.rows.map((row: Record<string, string>) => `    ${row['QUERY PLAN']}`).join('\n')}`);
+  }
+
+  if (process.env.BENCH_SCALE_JOBS === '1' || process.env.BENCH_SCALE_JOBS === 'only') {
+    const paths = ['', 'source=embed', `agent_id=${busiest}`, 'metadata[channel]=email', `q=${COMMON_WORD}`].map((query) => `/conversations?limit=25${query ? `&${query}` : ''}`);
+    await reseedJobRows(pool, (line) => console.log(line));
+    await runJobsUnderLoad({ app, pool, get: (path) => get(bigKey, path), paths, load });
+  }
+  console.log(`\nload average at the end: ${load()}`);
+  await app.close();
+  await pool.end();
+}
+
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  });
+}
