@@ -90,7 +90,7 @@ export const OPENAPI_POST_PROCESSING: ReadonlyArray<{ name: string; apply(docume
   { name: 'OpenAPI 3.1: `nullable` becomes a type array or a oneOf with null', apply: toOpenApi31 },
   { name: 'the one server is the public API (x-internal: false)', apply: markServersPublic },
   { name: '@Public() operations need no security', apply: dropSecurityOfPublicOperations },
-  { name: 'request bodies: no defaults, 408/413/422 on every operation', apply: documentRequestBodies },
+  { name: 'request bodies: no defaults; 400/408/413/417/422/431 on every operation', apply: documentRequestBodies },
   { name: 'Idempotency-Key on every authenticated POST and PATCH', apply: documentIdempotency },
   { name: 'rate-limit headers on every response of every authenticated operation', apply: documentRateLimits },
 ];
@@ -172,6 +172,9 @@ function stripDefaults(node: Json, found: (schema: Schema, value: Json) => void)
  * - 413 `payload_too_large` and 408 `request_timeout` on every operation,
  *   and 422 for a malformed body on those that take none: every request's
  *   body is read first, within HTTP_REQUEST_TIMEOUT_MS.
+ * - 400 `bad_request`, 417 `expectation_failed` and 431 `headers_too_large`
+ *   on every operation: the HTTP parser and the request hooks answer them
+ *   before routing (src/http/client-errors.ts), whatever the path.
  */
 function documentRequestBodies(document: OpenAPIObject): void {
   const components = (document.components?.schemas ?? {}) as Record<string, Schema>;
@@ -190,6 +193,16 @@ function documentRequestBodies(document: OpenAPIObject): void {
       content: errorEnvelope,
     };
     responses['413'] ??= { description: 'Request body over 1 MiB (`payload_too_large`), whatever the method.', content: errorEnvelope };
+    responses['400'] ??= {
+      description:
+        'Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed.',
+      content: errorEnvelope,
+    };
+    responses['417'] ??= { description: 'An `Expect` header other than `100-continue` (`expectation_failed`).', content: errorEnvelope };
+    responses['431'] ??= {
+      description: 'The request headers exceed 16 KiB (`headers_too_large`); the connection is closed.',
+      content: errorEnvelope,
+    };
     responses['422'] ??= {
       description: 'Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON.',
       content: errorEnvelope,

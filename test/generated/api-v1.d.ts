@@ -1032,6 +1032,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
             408: {
                 headers: {
@@ -1050,8 +1059,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1092,6 +1119,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
             408: {
                 headers: {
@@ -1110,8 +1146,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1159,6 +1213,21 @@ export interface operations {
                         data: components["schemas"]["OrgDto"];
                         meta: components["schemas"]["ResponseMeta"];
                     };
+                };
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
@@ -1225,6 +1294,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
             422: {
                 headers: {
@@ -1253,6 +1337,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1324,6 +1423,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -1388,6 +1502,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
             422: {
                 headers: {
@@ -1416,6 +1545,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1491,6 +1635,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -1555,6 +1714,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -1585,6 +1759,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1663,6 +1852,21 @@ export interface operations {
                         data: components["schemas"]["AgentDto"];
                         meta: components["schemas"]["ResponseMeta"];
                     };
+                };
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
@@ -1748,6 +1952,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -1780,6 +1999,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1854,6 +2088,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -1935,6 +2184,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
             422: {
                 headers: {
@@ -1963,6 +2227,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2037,6 +2316,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -2118,6 +2412,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
             422: {
                 headers: {
@@ -2146,6 +2455,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2227,6 +2551,21 @@ export interface operations {
                         data: components["schemas"]["AgentDto"];
                         meta: components["schemas"]["ResponseMeta"];
                     };
+                };
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
@@ -2331,6 +2670,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -2363,6 +2717,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2438,6 +2807,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -2502,6 +2886,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -2532,6 +2931,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2610,6 +3024,21 @@ export interface operations {
                         data: components["schemas"]["CustomToolDto"];
                         meta: components["schemas"]["ResponseMeta"];
                     };
+                };
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
@@ -2695,6 +3124,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -2727,6 +3171,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2801,6 +3260,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -2882,6 +3356,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
             422: {
                 headers: {
@@ -2910,6 +3399,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2984,6 +3488,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -3065,6 +3584,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
             422: {
                 headers: {
@@ -3093,6 +3627,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3176,6 +3725,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -3278,6 +3842,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -3310,6 +3889,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3385,6 +3979,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -3449,6 +4058,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -3479,6 +4103,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3557,6 +4196,21 @@ export interface operations {
                         data: components["schemas"]["SourceDto"];
                         meta: components["schemas"]["ResponseMeta"];
                     };
+                };
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
@@ -3642,6 +4296,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -3674,6 +4343,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3748,6 +4432,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -3829,6 +4528,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
             422: {
                 headers: {
@@ -3857,6 +4571,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3931,6 +4660,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -4012,6 +4756,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
             422: {
                 headers: {
@@ -4040,6 +4799,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4115,6 +4889,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -4179,6 +4968,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -4209,6 +5013,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4281,6 +5100,21 @@ export interface operations {
                         data: components["schemas"]["ConnectorDetailDto"];
                         meta: components["schemas"]["ResponseMeta"];
                     };
+                };
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
@@ -4364,6 +5198,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
             422: {
                 headers: {
@@ -4392,6 +5241,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4498,6 +5362,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -4562,6 +5441,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -4592,6 +5486,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4667,6 +5576,21 @@ export interface operations {
                         data: components["schemas"]["ConversationDetailDto"];
                         meta: components["schemas"]["ResponseMeta"];
                     };
+                };
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
@@ -4750,6 +5674,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -4780,6 +5719,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4858,6 +5812,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -4939,6 +5908,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -4969,6 +5953,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5044,6 +6043,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -5108,6 +6122,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -5138,6 +6167,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5210,6 +6254,21 @@ export interface operations {
                         data: components["schemas"]["TriggerDto"];
                         meta: components["schemas"]["ResponseMeta"];
                     };
+                };
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
@@ -5293,6 +6352,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
             422: {
                 headers: {
@@ -5321,6 +6395,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5396,6 +6485,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -5460,6 +6564,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -5490,6 +6609,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5562,6 +6696,21 @@ export interface operations {
                         data: components["schemas"]["ChatbotDto"];
                         meta: components["schemas"]["ResponseMeta"];
                     };
+                };
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
@@ -5645,6 +6794,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
             422: {
                 headers: {
@@ -5673,6 +6837,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5755,6 +6934,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            400: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired API key (`unauthorized`). */
             401: {
                 headers: {
@@ -5836,6 +7030,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
+            417: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Validation failed (`validation_failed`). */
             422: {
                 headers: {
@@ -5866,6 +7075,21 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Seconds to wait. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request headers exceed 16 KiB (`headers_too_large`); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
