@@ -8,7 +8,7 @@ import { describeWithRedis, startRedisFromPath, type TestRedis } from './support
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
- * issue 14 §4: Redis trouble costs at most one timeout. A frozen Redis
+ * Redis trouble costs at most one timeout. A frozen Redis
  * (SIGSTOP: the connection stays open, nothing answers) must not add its
  * command timeout to every request; once it answers again, counting is
  * shared again.

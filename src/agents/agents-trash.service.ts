@@ -3,7 +3,7 @@ import { LOGGER, type AppLogger } from '../common/logger';
 import { DATABASE, type Database } from '../database/database.types';
 import { AgentsTrashRepository } from './agents-trash.repository';
 
-/** spec "Limits": agent trash window, then hard delete */
+/** How long a deleted agent stays in the trash before it is hard deleted. */
 export const TRASH_WINDOW_DAYS = 30;
 export const TRASH_PURGE_BATCH_SIZE = 500;
 

@@ -60,7 +60,7 @@ function listTerms(filters: ConversationFilters, afterId: string | null): ListTe
   // timestamps go in as ISO text: a placeholder's value bypasses drizzle's column mapping
   const iso = (text: string) => new Date(text).toISOString();
 
-  // spec: sub-agent runs are returned only when source=sub-agent is passed explicitly
+  // sub-agent runs are returned only when source=sub-agent is passed explicitly
   if (filters.source) compare('source', filters.source, (p) => eq(c.source, p));
   else add('not_sub_agent', () => ne(c.source, 'sub-agent'));
   if (filters.agentId) compare('agentId', filters.agentId, (p) => eq(c.agentId, p));
