@@ -21,7 +21,7 @@ import { AGENTS, CONVERSATIONS, seed } from './seed';
  * the service under `node --cpu-prof` into dir, baseline (c) into dir/c
  * (bench/profile-summary.ts reads them); BENCH_SERVERS=service,metrics,b,c,a
  * picks which servers run
- * (metrics: the same build with METRICS_PORT set, issue 12; cp, not in the
+ * (metrics: the same build with METRICS_PORT set; cp, not in the
  * default: baseline (c) with the service's pipeline skeleton doing nothing) and
  * BENCH_ONLY=<part of a path name> (or =<the name>) which paths; BENCH_SERVICE=<main.js of
  * another build> benches that build as the service (before/after).
@@ -328,7 +328,7 @@ async function metricsSummary(url: string): Promise<ScrapeSummary> {
 
 /** The same build with metrics off (the default) and on, path by path. */
 function reportMetricsCost(paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>, scrape: ScrapeSummary): void {
-  console.log('\nmetrics (issue 12): the same build with METRICS_PORT unset (off) and set (on), run one after the other\n');
+  console.log('\nmetrics: the same build with METRICS_PORT unset (off) and set (on), run one after the other\n');
   console.log('| path | req/s off | req/s on | on / off | p99 off / on (ms) | CPU µs/req off | CPU µs/req on | CPU on / off |');
   console.log('|---|---|---|---|---|---|---|---|');
   const fmt = (n: number | undefined) => (n === undefined || Number.isNaN(n) ? '–' : n >= 100 ? n.toFixed(0) : n.toFixed(1));
@@ -401,7 +401,7 @@ function report(engine: string, paths: BenchPath[], results: Map<string, Partial
       `| ${path.name} | ${fmt(s?.rps)} | ${fmt(c?.rps)} | ${fmt(b?.rps)} | ${fmt(a?.rps)} | ${rc?.toFixed(2) ?? '–'} | ${rb?.toFixed(2) ?? '–'} | ${fmt(s?.p50)} / ${fmt(s?.p99)} | ${fmt(c?.p50)} / ${fmt(c?.p99)} | ${fmt(b?.p50)} / ${fmt(b?.p99)} | ${cpu(s?.cpuUs)} / ${cpu(c?.cpuUs)} / ${cpu(b?.cpuUs)} | ${s ? s.non2xx + s.errors : '–'} |`,
     );
   }
-  console.log('\ntargets (issue 13):');
+  console.log('\ntargets:');
   for (const path of paths) {
     const r = results.get(path.name)!;
     const s = r.service;

@@ -1,5 +1,5 @@
 /**
- * The main paths the benchmark measures (issue 7 §5), plus GET /org, which
+ * The main paths the benchmark measures, plus GET /org, which
  * the backbone already serves. Each request varies (ids, handles) the way a
  * real client's would.
  */

@@ -156,7 +156,7 @@ export async function runServer(config: AppConfig): Promise<void> {
   });
   const tracker = configureApp(app, logger);
   await initApp(app);
-  // operations.md: SEED_FILE (and the first-run demo) are loaded before the port opens
+  // SEED_FILE (and the first-run demo) are loaded before the port opens
   let startup: StartupFixtureResult;
   try {
     // the first-run demo's and SEED_FILE's generated tokens are printed once the port is open;

@@ -17,7 +17,7 @@ const AGENT_FIELDS = [
   'created_at',
   'updated_at',
 ];
-/** read-back fields beyond the spec's table (docs/decisions.md "Agents: what the Agent response carries") */
+/** Read-back fields beyond the contract's table (docs/decisions.md "Agents: what the Agent response carries") */
 const READ_BACK_FIELDS = [
   'instructions',
   'instructions_html',
@@ -52,7 +52,7 @@ afterAll(async () => {
   await t.close();
 });
 
-describe('POST /agents creates an agent with the spec defaults', () => {
+describe('POST /agents creates an agent with the contract defaults', () => {
   it('returns 201 with is_active true, counts 0, model null, color #6366f1, include_system_prompt true', async () => {
     const org = await createOrg(t.app);
     const res = await t.http.post('/api/v1/agents').set('Authorization', org.auth).send({ handle: 'supportBot', name: 'Support', instructions: 'Be kind.' });

@@ -3,7 +3,7 @@ import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
- * issue 14 §7: text PostgreSQL would store as something else — invalid UTF-8
+ * Text PostgreSQL would store as something else — invalid UTF-8
  * bytes, unpaired surrogates (`\ud800` escapes) — anywhere in a JSON body,
  * keys included, is 422 validation_failed naming the field; nothing is
  * stored. Before, both became U+FFFD and were stored (201).

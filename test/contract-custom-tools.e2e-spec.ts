@@ -14,8 +14,8 @@ import { createTestApp, type TestApp } from './support/test-app';
  * field: every optional field omitted, null where the contract makes it
  * nullable, every documented enum value — each answered with success, the
  * documented default in the response, and a body the served document
- * describes. Then one block per point of issue 11 that concerns these
- * resources, and the proof that dropped secrets go nowhere.
+ * describes. Then one block per promise of the served document that concerns
+ * these resources (what generated clients rely on), and the proof that dropped secrets go nowhere.
  */
 
 const TOOLS = '/api/v1/custom_tools';
@@ -303,7 +303,7 @@ describe('SourceCreate: each optional field omitted, every enum value', () => {
   });
 });
 
-// ------------------------------------------------------------------ issue 11, items 1-8 (tools and sources)
+// ------------------------------------------------------------------ what generated clients rely on (tools and sources)
 
 describe('item 1 and 7: auth without credentials; credentials replaced whole; unused fields dropped', () => {
   it('POST {"type":"bearer"} and {"type":"basic"} without credentials: 201', async () => {

@@ -3,7 +3,7 @@ import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
- * issue 11: the requests a client builds from the contract's tables succeed.
+ * The requests a client builds from the contract's tables succeed.
  * For AgentCreate and AgentUpdate, each optional field is sent absent, `null`
  * where the table says nullable, and with every documented value; the response
  * carries the documented default. The query parameters of every list are

@@ -69,7 +69,7 @@ afterAll(async () => {
   await t.close();
 });
 
-describe('POST /custom_tools creates a tool with the spec defaults; GET lists and fetches it', () => {
+describe('POST /custom_tools creates a tool with the contract defaults; GET lists and fetches it', () => {
   it('returns 201 with defaults: type read, parameter type string, required false, in query for GET, headers {}, parameters []', async () => {
     const org = await createOrg(t.app);
     const res = await api.post(org, {

@@ -25,7 +25,7 @@ describe('the bundled demo fixture loads on first run', () => {
     expect(() => t.app.get(FixtureLoader).parse(document)).not.toThrow();
     let demo;
     if (t.config.databaseUrl) {
-      // operations.md: never with DATABASE_URL set, even on an empty server
+      // never with DATABASE_URL set, even on an empty server
       expect((await t.app.get(StartupFixtures).load()).demo).toBeNull();
       demo = await t.app.get(FixtureLoader).load(document);
     } else {

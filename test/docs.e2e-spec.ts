@@ -5,7 +5,7 @@ import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
- * issue 7 §6: the interactive reference at /docs, in a real headless
+ * The interactive reference at /docs, in a real headless
  * Chromium against a real listening server: it loads with no network beyond
  * the service itself, lists every operation of the served document, and a
  * "try it out" call with a key succeeds.

@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-/** spec: every response carries X-Request-ID equal to the body's request_id */
+/** Every response carries X-Request-ID equal to the body's request_id */
 function expectRequestIdMatches(res: Response): string {
   const header = res.headers['x-request-id'];
   expect(typeof header).toBe('string');

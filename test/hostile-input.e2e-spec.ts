@@ -21,7 +21,7 @@ import {
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
- * issue 7 §4 (hostile input) and the OWASP API Top 10 checks that apply.
+ * Hostile input, and the OWASP API Top 10 checks that apply.
  * Every request is derived from the served /openapi.json, so every endpoint
  * is covered as soon as it is documented.
  */
@@ -367,7 +367,7 @@ describe('hostile input, generated from the served /openapi.json', () => {
         const res = await rawRequest(op.method, path, 'Idempotency-Key', value, body);
         expectNoInjection(res, `${op.method} ${op.path} Idempotency-Key ${_name}`);
         const documented = op.parameters.some((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
-        // spec: 1 to 128 ASCII characters (a header value carries tab, space and the printable ones);
+        // 1 to 128 ASCII characters (a header value carries tab, space and the printable ones);
         // the parser may refuse other control characters first (400)
         // before a CR LF the server sees a value of its own ("abc"), and what follows as another line
         const seen = value.subarray(0, value.indexOf('\r\n') === -1 ? value.length : value.indexOf('\r\n'));

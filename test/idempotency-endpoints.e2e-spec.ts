@@ -9,7 +9,7 @@ import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
- * Issue 6 on the real write endpoints (the idempotency.e2e-spec proves the
+ * Idempotency-Key on the real write endpoints (the idempotency.e2e-spec proves the
  * mechanism on a test-only probe): POST/PATCH /agents, POST/PATCH
  * /custom_tools, POST /sources.
  */
@@ -404,7 +404,7 @@ describe('POST /agents: 10 concurrent identical requests with one key', () => {
     expect(await countRows(agents, o.orgId)).toBe(1);
   });
 
-  it('a retry that looked the key up just before the first attempt committed gets that 201 replayed, never its own 409 (issue 14 §2)', async () => {
+  it('a retry that looked the key up just before the first attempt committed gets that 201 replayed, never its own 409', async () => {
     const o = await createOrg(t.app);
     const key = newKey();
     const raw = JSON.stringify(agentBody());

@@ -477,7 +477,7 @@ describe('fault: the idempotency store is unavailable', () => {
     await faulty.close();
   });
 
-  it('the record failing to save rolls the write back: 503, nothing stored, and the retry executes fresh (issue 14 §2)', async () => {
+  it('the record failing to save rolls the write back: 503, nothing stored, and the retry executes fresh', async () => {
     const save = jest.spyOn(t.app.get(IdempotencyRepository), 'save').mockRejectedValueOnce(new Error('Connection terminated'));
     const key = newKey();
     const handle = newHandle();

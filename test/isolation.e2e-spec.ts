@@ -7,8 +7,8 @@ import { freshDemo } from './support/fresh-demo';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
- * spec: "A key belongs to one organization and only that organization's data
- * is visible." Organization B is the bundled demo (every kind of row) under
+ * A key belongs to one organization and only that organization's data
+ * is visible. Organization B is the bundled demo (every kind of row) under
  * fresh ids; organization A's full-scope key calls every served operation
  * that takes an id with B's REAL ids. Each must answer 404 in the error
  * envelope, show nothing of B and change nothing of B, while B's own key

@@ -111,7 +111,7 @@ describe('the document lists exactly the shipped endpoints', () => {
       if (PUBLIC_OPERATIONS.includes(key)) {
         expect({ key, security: operation.security }).toEqual({ key, security: [] });
         expect(operation['x-required-scope']).toBeUndefined();
-        // spec: the meta endpoints have no errors (no key, no rate limit); only what is read before
+        // the meta endpoints have no errors (no key, no rate limit); only what is read before
         // routing can be refused: a request that is not valid HTTP, headers over 16 KiB, an unknown
         // Expect, and a body too slow, too large, or not JSON
         expect({ key, clientErrors: Object.keys(operation.responses).filter((status) => status.startsWith('4')).sort() }).toEqual({
@@ -150,7 +150,7 @@ describe('the document lists exactly the shipped endpoints', () => {
   });
 });
 
-describe('Org and Member schemas follow the spec exactly', () => {
+describe('Org and Member schemas follow the contract exactly', () => {
   const schema = (name: string) => document.components.schemas[name];
 
   test('Org: fields, required, nullability', () => {
@@ -177,7 +177,7 @@ describe('Org and Member schemas follow the spec exactly', () => {
   });
 });
 
-describe('what generated clients see (issue 11)', () => {
+describe('what generated clients see', () => {
   /** Component schemas a request body uses, directly or nested. */
   function requestSchemas(): Set<string> {
     const found = new Set<string>();

@@ -37,7 +37,7 @@ async function loadOrg(extra: Record<string, unknown> = {}) {
   return { id, auth: `Bearer ${key}` };
 }
 
-describe('GET /org returns the Org of the calling key, exactly the spec fields', () => {
+describe('GET /org returns the Org of the calling key, exactly the contract fields', () => {
   test('shape, values and nullability', async () => {
     const org = await loadOrg();
     const res = await t.http.get('/api/v1/org').set('Authorization', org.auth);

@@ -151,7 +151,7 @@ describe('8. Rate-limit headers on every response; 429 rate_limited with Retry-A
     expect(rateHeaders(valid).remaining).toBe(3);
   });
 
-  it('public routes (GET /, GET /openapi.json) are not rate limited and do not use the IP budget (spec: no errors)', async () => {
+  it('public routes (GET /, GET /openapi.json) are not rate limited and do not use the IP budget (they answer no errors)', async () => {
     const t = await app({ rateLimitPerMinute: 3, rateLimitPerHour: 100, rateLimitPlans: {} });
     for (let i = 0; i < 5; i++) {
       for (const path of ['/api/v1', '/api/v1/openapi.json']) {
@@ -198,7 +198,7 @@ function countQueries(t: TestApp): () => number {
   return () => spies.reduce((sum, spy) => sum + spy.mock.calls.length, 0);
 }
 
-describe('issue 14 §3: refused guesses are cheap', () => {
+describe('refused guesses are cheap', () => {
   const guess = () => `Bearer svc_live_${randomBytes(30).toString('base64url')}`;
 
   it('once the client budget is spent, 500 wrong-key requests (new guesses and repeats) all get 429 and cost 0 queries', async () => {

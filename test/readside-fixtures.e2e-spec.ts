@@ -104,10 +104,10 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
     [{ triggers: [{ connector_type: 'zendesk', event: 'ticket.created', schedule: { interval_hours: 1 } }] }, 'orgs[0].triggers[0].schedule'],
     [{ triggers: [{ connector_type: 'zendesk', event: 'ticket.created', connector_id: 'zendesk' }] }, 'orgs[0].triggers[0].connector_id'],
     [{ chatbots: [{ name: 'x', allowed_domains: [1] }] }, 'orgs[0].chatbots[0].allowed_domains'],
-    // the spec types a connector tool's optional fields without null
+    // the contract types a connector tool's optional fields without null
     [{ connectors: [{ type: 'slack', name: 'S', tools: [{ name: 't', label: null }] }] }, 'orgs[0].connectors[0].tools[0].label'],
     [{ connectors: [{ type: 'slack', name: 'S', tools: [{ name: 't', disabled: null }] }] }, 'orgs[0].connectors[0].tools[0].disabled'],
-    // spec: connector_id is null for custom triggers
+    // connector_id is null for custom triggers
     [{ connectors: [{ id: CONNECTOR, type: 'slack', name: 'S' }], triggers: [{ connector_type: 'custom', event: 'svc.custom_trigger', connector_id: CONNECTOR }] }, 'orgs[0].triggers[0].connector_id'],
     [{ connectors: [{ id: CONNECTOR, type: 'slack', name: 'S' }], triggers: [{ connector_type: 'billing', event: 'svc.custom_trigger', connector_id: CONNECTOR }] }, 'orgs[0].triggers[0].connector_id'],
     // a connector source names a connector of the fixture

@@ -2,7 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { ensureBuilt, startServer, waitForOutput, type RunningServer } from './support/processes';
 
 /**
- * issue 14 §5: clients cannot hold the server. The built server as deployed,
+ * Clients cannot hold the server. The built server as deployed,
  * with short limits so that the test is quick; the defaults are in
  * src/config/config.ts (30 s request, 15 s headers, 1000 connections).
  */

@@ -5,7 +5,7 @@ import { STATUS_RECORD_DIR_ENV } from './support/status-recorder';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
- * issue 11: every status the service answers for an operation anywhere in the
+ * Every status the service answers for an operation anywhere in the
  * e2e suite is documented on that operation. The check itself runs once per
  * Jest run, in test/support/global-teardown.ts, over what every test app's
  * HTTP helper recorded; these tests show the recorder records and the check

@@ -9,7 +9,7 @@ import { recordStatus } from './support/status-recorder';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
- * issue 11: a client generated from the served document with openapi-typescript
+ * A client generated from the served document with openapi-typescript
  * (default options) and openapi-fetch works with only the contract's required
  * fields. test/generated/api-v1.d.ts is what openapi-typescript makes of the
  * served /api/v1/openapi.json; the first test keeps it equal to the document,

@@ -51,7 +51,7 @@ export function isId(kind: IdKind, value: unknown): value is string {
 
 /**
  * Normalizes a path id to its canonical prefixed form, or returns null when
- * it is not an id of this kind. `allowBare` accepts the 24-hex form the spec
+ * it is not an id of this kind. `allowBare` accepts the 24-hex form the contract
  * allows for agents, conversations and connectors.
  */
 export function parseId(kind: IdKind, value: unknown, options: { allowBare?: boolean } = {}): string | null {

@@ -19,7 +19,7 @@ export function parseTraceparent(header: string | string[] | undefined): string 
   if (!match) return null;
   const [, version, traceId, parentId, , rest] = match;
   // version ff is forbidden; version 00 has exactly four fields; a later
-  // version may append fields, which a 00 parser reads past (spec: "future versions")
+  // version may append fields, which a 00 parser reads past (W3C Trace Context, "future versions")
   if (version === 'ff' || (version === '00' && rest !== undefined)) return null;
   if (traceId === ZERO_TRACE_ID || parentId === ZERO_PARENT_ID) return null;
   return traceId;

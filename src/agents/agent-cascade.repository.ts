@@ -18,7 +18,8 @@ export interface CascadeResult {
 }
 
 /**
- * The SQL of the agent cascades (spec "States and transitions"). Always run
+ * The SQL of the agent cascades (what trashing, restoring and deleting an agent
+ * also changes). Always run
  * inside the transaction that changes the agent, after its row is locked.
  */
 @Injectable()

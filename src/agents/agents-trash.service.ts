@@ -4,7 +4,7 @@ import { pauseAfter } from '../common/scheduled-jobs';
 import { DatabaseConnection } from '../database/connection';
 import { AgentsTrashRepository } from './agents-trash.repository';
 
-/** spec "Limits": agent trash window, then hard delete */
+/** How long a deleted agent stays in the trash before it is hard deleted. */
 export const TRASH_WINDOW_DAYS = 30;
 export const TRASH_PURGE_BATCH_SIZE = 500;
 

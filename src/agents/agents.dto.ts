@@ -77,7 +77,7 @@ export class DataSourceRefDto {
   documents?: string[];
 }
 
-/** Agent (response). The first twelve fields are the spec's table; the rest read back what AgentCreate/AgentUpdate wrote. */
+/** Agent (response). The first twelve fields are the contract's table; the rest read back what AgentCreate/AgentUpdate wrote. */
 export class AgentDto {
   @ApiProperty({ example: 'agent_0123456789abcdef01234567' }) id!: string;
   @ApiProperty({ description: 'camelCase alphanumeric; unique per organization, case-insensitively.' }) handle!: string;

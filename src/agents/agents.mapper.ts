@@ -5,7 +5,7 @@ import type { AgentDeletedDto, AgentDto } from './agents.dto';
 export type AgentRow = typeof agents.$inferSelect;
 
 /**
- * Whitelisted response, field by field (STYLE.md #5): `org_id` and
+ * Whitelisted response, field by field: `org_id` and
  * `deleted_at` never leave the service. The counts are derived from the
  * stored arrays, never stored separately, so they cannot drift.
  */

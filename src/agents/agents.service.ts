@@ -299,7 +299,7 @@ export class AgentsService {
         const finalConnectorIds = activating ? assignedConnectorIds(final.connectors, final.tools) : [];
         const connectors = await this.checkReferences(orgId, refs, { currentSubAgents: current.subAgents, alsoConnectors: finalConnectorIds });
         if (activating) {
-          // spec: activation is refused while an assigned connector needs reconnecting; nothing changes
+          // activation is refused while an assigned connector needs reconnecting; nothing changes
           const broken = finalConnectorIds.map((connectorId) => connectors.get(connectorId)).filter((c) => c?.status === AUTH_FAILED);
           if (broken.length > 0) {
             const names = broken.map((c) => `${c!.id} ("${c!.name}")`).join(', ');
@@ -376,7 +376,7 @@ export class AgentsService {
   }
 
   /**
-   * spec: "exceeding the custom tool cap on an agent update returns 422". An
+   * Exceeding the custom tool cap on an agent update returns 422. An
    * agent already over a lowered cap may still shrink: only a count above the
    * cap that is also above the agent's current count is refused.
    */

@@ -18,7 +18,7 @@ export class AnalyticsService {
   ) {}
 
   async agentAnalytics(orgId: string, rawAgentId: string, query: AgentAnalyticsQuery): Promise<PagedResource<AgentAnalyticsDto>> {
-    // the spec's path is `agent_<24 hex>`; the bare form is accepted as on every agent path
+    // the contract's path is `agent_<24 hex>`; the bare form is accepted as on every agent path
     const agentId = parseId('agent', rawAgentId, { allowBare: true });
     if (!agentId) throw new ApiError(ErrorCode.AgentNotFound, 'Agent not found.');
     const until = query.until ?? new Date();

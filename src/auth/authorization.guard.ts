@@ -17,7 +17,7 @@ export function authorize(auth: AuthContext, scope: string | undefined, method: 
       scope ? `This endpoint needs the ${scope} scope.` : 'This endpoint is not available to API keys.',
     );
   }
-  // operations.md: past_due and suspended forbid writes; suspended forbids reads too
+  // past_due and suspended forbid writes; suspended forbids reads too
   const isRead = READ_METHODS.has(method ?? 'GET');
   if (auth.orgStatus === 'suspended' || (auth.orgStatus === 'past_due' && !isRead)) {
     throw new ApiError(

@@ -1,4 +1,4 @@
-/** Every scope of the spec's table. There is no super-scope. */
+/** Every scope of the contract's table. There is no super-scope. */
 export const SCOPES = [
   'agents:read',
   'agents:write',

@@ -21,7 +21,7 @@ export class ChatbotsService {
   }
 
   async getChatbot(orgId: string, rawId: string): Promise<ChatbotDto> {
-    // spec: chatbot path ids are `chatbot_<24 hex>` only
+    // chatbot path ids are `chatbot_<24 hex>` only
     const id = parseId('chatbot', rawId);
     const row = id ? await this.repository.findById(orgId, id) : null;
     if (!row) throw ApiError.notFound('Chatbot');

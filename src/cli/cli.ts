@@ -20,7 +20,7 @@ import { FixtureError } from '../fixtures/fixture-registry';
 import { OrgsService, slugify } from '../orgs/orgs.service';
 
 /**
- * Operator command line (operations.md, "Command line"). Same settings as the
+ * Operator command line. Same settings as the
  * server. `--json` prints exactly one JSON document on stdout; logs go to
  * stderr. Exit 0 on success; on failure one line on stderr (and, with
  * `--json`, `{"error":{…}}` on stdout) and exit 1 (2 for usage errors).

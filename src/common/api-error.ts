@@ -1,6 +1,6 @@
 /**
  * Every error the API returns, by code. Clients branch on these strings
- * (spec: "Clients must branch on `code`, never on `message`").
+ * (clients branch on `code`, never on `message`).
  */
 export enum ErrorCode {
   Unauthorized = 'unauthorized',

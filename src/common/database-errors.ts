@@ -1,7 +1,7 @@
 import { ApiError, ErrorCode } from './api-error';
 
 /**
- * The one place database errors become API errors (STYLE.md #6). Drizzle 0.45
+ * The one place database errors become API errors. Drizzle 0.45
  * wraps driver errors, so the PostgreSQL code is looked for on the error and
  * along its `cause` chain.
  */

@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-/** spec: "Delete acknowledgement": `data` = `{ id, deleted: true }`. */
+/** What a DELETE answers: `data` = `{ id, deleted: true }`. */
 export class DeleteAcknowledgementDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: [true] }) deleted!: true;

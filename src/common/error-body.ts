@@ -19,7 +19,7 @@ export interface ErrorResponseBody {
 }
 
 /**
- * The spec's error envelope for one error. Shared by the exception filter and
+ * The contract's error envelope for one error. Shared by the exception filter and
  * the idempotency interceptor, which stores exactly what the filter sends.
  */
 export function renderErrorBody(error: ApiError, requestId: string): ErrorResponseBody {
@@ -28,7 +28,7 @@ export function renderErrorBody(error: ApiError, requestId: string): ErrorRespon
   return body;
 }
 
-/** Nest's own HTTP exceptions and the platform's, as the API errors the spec names. */
+/** Nest's own HTTP exceptions and the platform's, as the API errors the contract names. */
 export function frameworkApiError(exception: unknown): ApiError | null {
   const status = frameworkStatus(exception);
   if (status === 404) return new ApiError(ErrorCode.NotFound, 'No such endpoint.');

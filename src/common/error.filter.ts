@@ -4,7 +4,7 @@ import { renderErrorBody, resolveApiError } from './error-body';
 import { LOGGER, type AppLogger } from './logger';
 import { REQUEST_ID_HEADER, resolveRequestId, type RequestContext } from './request-context';
 
-/** Renders every error, ours or the framework's, in the spec's error envelope. */
+/** Renders every error, ours or the framework's, in the contract's error envelope. */
 @Catch()
 export class ErrorEnvelopeFilter implements ExceptionFilter {
   constructor(

@@ -49,7 +49,7 @@ const RATE_LIMIT_HEADERS_DOC = {
  * Success response in the envelope: `data` is `model` (or an array of it for
  * lists). `meta.next_cursor` is documented when `paginated` says so, and by
  * default for lists: `{ list: true, paginated: false }` is a list without
- * pagination (spec: GET /team); `{ paginated: true }` a single resource
+ * pagination (GET /team); `{ paginated: true }` a single resource
  * whose inner series is paginated.
  */
 export function ApiEnvelope(

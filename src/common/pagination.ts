@@ -46,7 +46,7 @@ export interface PageRequest {
 /**
  * The one pagination helper every list endpoint uses. Cursors are bound to
  * the list they came from and to its filters, so changing either restarts the
- * traversal (spec: "Cursors are filter-aware").
+ * traversal (a cursor is valid only with the filters it was issued for).
  */
 @Injectable()
 export class Paginator {

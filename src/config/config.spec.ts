@@ -91,7 +91,7 @@ describe('a bad setting is a ConfigError naming it', () => {
   });
 });
 
-describe('plainly weak secrets stop start-up with a one-line reason (issue 14 §7)', () => {
+describe('plainly weak secrets stop start-up with a one-line reason', () => {
   const base = { DATABASE_URL: 'postgres://x/db' };
   test.each([
     ['64 zeros', { CURSOR_SECRET: SECRET, ENCRYPTION_KEY: '0'.repeat(64) }, /^ENCRYPTION_KEY is too weak/],

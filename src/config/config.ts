@@ -4,7 +4,7 @@ import { dirname, resolve } from 'node:path';
 import { newSecretKey, parseKey32 } from '../../libs/crypto/crypto';
 
 /**
- * The one place that reads the environment (STYLE.md #9). Everything else
+ * The one place that reads the environment. Everything else
  * receives this typed object through the `APP_CONFIG` token.
  */
 export interface AppConfig {
@@ -174,7 +174,7 @@ function embeddedSecrets(pgliteDir: string): PersistedSecrets {
 }
 
 /**
- * "Plainly weak" secrets (issue 14 §7): one byte repeated, or a handful of
+ * "Plainly weak" secrets: one byte repeated, or a handful of
  * values cycled. 32 random bytes take ~30 distinct values (fewer than 8 has a
  * probability far below 1e-20); a 16-character random secret, even in hex,
  * takes fewer than 5 distinct characters with a probability below 1e-6.

@@ -9,7 +9,7 @@ import { CONNECTOR_STATUSES, CONNECTOR_TOOL_TYPES } from './connectors.dto';
 import { ConnectorsRepository, type NewConnectorRow } from './connectors.repository';
 import { IsIdOf } from '../common/input-bounds';
 
-/** The spec types a tool's optional fields without null. */
+/** The contract types a tool's optional fields without null. */
 export class ConnectorToolFixture {
   @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
   @OptionalNonNull() @IsString() label?: string;

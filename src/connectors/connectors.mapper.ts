@@ -17,7 +17,7 @@ export function mapConnectorSummary(row: Omit<ConnectorRow, 'tools' | 'orgId'>):
   };
 }
 
-/** Optional tool fields are omitted when unknown (the spec marks them optional, not nullable). */
+/** Optional tool fields are omitted when unknown (the contract marks them optional, not nullable). */
 export function mapConnectorTool(tool: ConnectorToolRow): ConnectorToolDto {
   const dto: ConnectorToolDto = { name: tool.name };
   if (tool.label !== undefined) dto.label = tool.label;

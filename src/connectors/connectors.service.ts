@@ -21,7 +21,7 @@ export class ConnectorsService {
   }
 
   async getConnector(orgId: string, rawId: string): Promise<ConnectorDetailDto> {
-    // spec: connector path ids accept the bare 24-hex form
+    // connector path ids accept the bare 24-hex form
     const id = parseId('connector', rawId, { allowBare: true });
     const row = id ? await this.repository.findById(orgId, id) : null;
     if (!row) throw ApiError.notFound('Connector');

@@ -137,7 +137,7 @@ export class ConversationSummaryDto {
 
 export class ConversationDetailDto extends ConversationSummaryDto {
   @ApiProperty({ type: [MessageDto] }) messages!: MessageDto[];
-  // any JSON value or null (spec: "any, nullable"): no `type`, so an object, array, string, number, boolean or null all fit
+  // any JSON value or null: no `type`, so an object, array, string, number, boolean or null all fit
   @ApiPropertyOptional({
     type: undefined,
     oneOf: [{ type: 'object', additionalProperties: true }, { type: 'array', items: {} }, { type: 'string' }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }],

@@ -9,7 +9,7 @@ import { ConversationListQuery, type ConversationSource } from './conversations.
 
 /**
  * Normalized filters of `GET /conversations`: what the repository applies and
- * what the cursor is bound to (spec: cursors are filter-aware).
+ * what the cursor is bound to (cursors are filter-aware).
  */
 export interface ConversationFilters {
   agentId?: string;
@@ -100,7 +100,7 @@ export class ConversationListQueryPipe implements PipeTransform<unknown, Convers
       conversationNumber: dto.conversation_number,
       createdAfter: dto.created_after?.toISOString(),
       createdBefore: dto.created_before?.toISOString(),
-      // spec: `since` is an alias of `last_message_after`; with both, the later bound wins (both must hold)
+      // `since` is an alias of `last_message_after`; with both, the later bound wins (both must hold)
       lastMessageAfter: laterOf(dto.since, dto.last_message_after)?.toISOString(),
       lastMessageBefore: dto.last_message_before?.toISOString(),
       ticketId: dto.ticket_id,

@@ -73,7 +73,7 @@ function ticketText(value: unknown): string | null {
   return null;
 }
 
-/** spec: ticket_id matches metadata.ticketId, metadata.ticket_id or trigger_payload.ticket.id. */
+/** ticket_id matches metadata.ticketId, metadata.ticket_id or trigger_payload.ticket.id. */
 export function ticketIdsOf(metadata: Record<string, unknown> | null | undefined, triggerPayload: unknown): string[] {
   const payloadTicket =
     triggerPayload && typeof triggerPayload === 'object' && !Array.isArray(triggerPayload)
@@ -128,7 +128,7 @@ export class ConversationsFixtureSection extends RegisteredFixtureSection<Parsed
           createdAt: fixtureDate(message.created_at),
         };
       });
-      // spec (operations.md): message_count is derived from the messages; a disagreeing value is an error
+      // message_count is derived from the messages; a disagreeing value is an error
       if (item.message_count !== undefined && item.message_count !== null && item.message_count !== thread.length) {
         throw new FixtureError(`${here}.message_count`, `is ${item.message_count} but the conversation has ${thread.length} messages`);
       }
@@ -170,7 +170,7 @@ export class ConversationsFixtureSection extends RegisteredFixtureSection<Parsed
         throw new FixtureError(`${path}[${index}].parent_conversation_id`, `unknown conversation ${row.parentConversationId}`);
       }
     });
-    // spec: conversation_number is a per-organization sequence; rows that leave it out continue the
+    // conversation_number is a per-organization sequence; rows that leave it out continue the
     // fixture's own sequence in id order, so that seeding the same file twice gives the same numbers
     let next = Math.max(0, ...rows.map((row) => row.conversationNumber ?? 0)) + 1;
     for (const index of [...unnumbered].sort((a, b) => (rows[a].id! < rows[b].id! ? -1 : 1))) rows[index].conversationNumber = next++;

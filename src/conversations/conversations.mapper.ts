@@ -2,7 +2,7 @@ import { iso } from '../common/iso';
 import type { ConversationDetailDto, ConversationSummaryDto, MessageDto } from './conversations.dto';
 import type { ConversationSummaryRow, MessageViewRow } from './conversations.repository';
 
-/** Whitelisted response (STYLE.md #5): org_id, ticket_ids and the payload never leak by accident. */
+/** Whitelisted response: org_id, ticket_ids and the payload never leak by accident. */
 export function mapConversationSummary(row: ConversationSummaryRow): ConversationSummaryDto {
   return {
     id: row.id,
@@ -17,7 +17,7 @@ export function mapConversationSummary(row: ConversationSummaryRow): Conversatio
     parent_conversation_id: row.parentConversationId,
     credits_used: row.creditsUsed,
     metadata: row.metadata ?? null,
-    // spec: null in list responses; the real count in the detail
+    // null in list responses; the real count in the detail
     message_count: null,
     last_message_at: iso(row.lastMessageAt),
     created_at: iso(row.createdAt),
@@ -51,7 +51,7 @@ export function mapConversationDetail(
     message_count: thread.length,
     messages: thread.map(mapMessage),
   };
-  // spec: present only with include_trigger_payload=true|1 (it can hold customer personal data)
+  // present only with include_trigger_payload=true|1 (it can hold customer personal data)
   if (includeTriggerPayload) detail.trigger_payload = row.triggerPayload ?? null;
   return detail;
 }

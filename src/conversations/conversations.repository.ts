@@ -69,7 +69,7 @@ function listTerms(orgId: string, filters: ConversationFilters, afterId: string 
   // timestamps go in as ISO text: a placeholder's value bypasses drizzle's column mapping
   const iso = (text: string) => new Date(text).toISOString();
 
-  // spec: sub-agent runs are returned only when source=sub-agent is passed explicitly
+  // sub-agent runs are returned only when source=sub-agent is passed explicitly
   if (filters.source) compare('source', filters.source, (p) => eq(c.source, p), true, true);
   else add('not_sub_agent', () => ne(c.source, 'sub-agent'));
   if (filters.agentId) compare('agentId', filters.agentId, (p) => eq(c.agentId, p), true, true);

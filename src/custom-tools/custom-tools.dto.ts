@@ -257,7 +257,7 @@ export class UpdateCustomToolDto extends CustomToolFields {
   @ApiPropertyOptional({ description: URL_DESCRIPTION, maxLength: BOUNDS.url }) @OptionalNonNull() @IsString() @MaxLength(BOUNDS.url) url?: string;
   @ApiPropertyOptional() @OptionalNonNull() @IsBoolean() is_active?: boolean;
 
-  /** spec: `name` cannot be changed; declared only to answer with a clear 422 */
+  /** `name` cannot be changed; declared only to answer with a clear 422 */
   @ApiHideProperty()
   @ValidateIf((_object: object, value: unknown) => value !== undefined)
   @ValidateBy({ name: 'immutable', validator: { validate: () => false, defaultMessage: () => 'name cannot be changed: it is generated from label at creation' } })

@@ -5,7 +5,7 @@ import type { CustomToolDto, CustomToolParamDto } from './custom-tools.dto';
 export type CustomToolRow = typeof customTools.$inferSelect;
 
 /**
- * Whitelisted response (STYLE.md #5): the credentials ciphertext and org_id
+ * Whitelisted response: the credentials ciphertext and org_id
  * are never copied, so they cannot leak through a new field by accident.
  */
 export function mapCustomTool(row: CustomToolRow): CustomToolDto {

@@ -119,7 +119,7 @@ export function groupRow(group: { name: string; icon?: string | null; color?: st
 }
 
 /**
- * Spec defaults: `type` string, `required` false, `in` query for GET and body
+ * The contract's defaults: `type` string, `required` false, `in` query for GET and body
  * otherwise; `headerName` of a header parameter defaults to its name.
  */
 export function resolveParameters(params: ParamInput[], method: string): CustomToolParamRow[] {

@@ -76,7 +76,7 @@ export class CustomToolsService {
       if (!built.ok) throw ApiError.validation(built.fields);
       const changes: CustomToolChanges = { ...built.value };
       if (input.is_active !== undefined) changes.isActive = input.is_active;
-      // spec: a fresh credentials object rotates them; a new type without one drops the old secrets
+      // a fresh credentials object rotates them; a new type without one drops the old secrets
       if (built.credentials !== undefined) changes.credentialsCiphertext = this.encrypt(built.credentials, id);
       return this.repository.update(orgId, id, changes);
     });
@@ -84,7 +84,7 @@ export class CustomToolsService {
     return mapCustomTool(row);
   }
 
-  /** spec: hard delete; the tool also leaves every agent's `tools` array, in the same transaction. */
+  /** Hard delete; the tool also leaves every agent's `tools` array, in the same transaction. */
   async deleteCustomTool(orgId: string, rawId: string): Promise<DeleteAcknowledgement> {
     const id = parseId('customTool', rawId);
     if (!id) throw ApiError.notFound('Custom tool');

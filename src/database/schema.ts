@@ -164,7 +164,7 @@ export const agents = pgTable(
   },
   (t) => [
     index('agents_org_idx').on(t.orgId, t.id),
-    // spec: handles are unique per organization, case-insensitively, among live agents
+    // handles are unique per organization, case-insensitively, among live agents
     uniqueIndex('agents_org_handle_unique')
       .on(t.orgId, sql`lower(${t.handle})`)
       .where(sql`${t.deletedAt} is null`),
@@ -363,7 +363,7 @@ export const sources = pgTable(
   },
   (t) => [
     index('sources_org_idx').on(t.orgId, t.id),
-    // spec: the upload source is a per-organization singleton
+    // the upload source is a per-organization singleton
     uniqueIndex('sources_org_upload_unique').on(t.orgId).where(sql`${t.type} = 'upload'`),
   ],
 );

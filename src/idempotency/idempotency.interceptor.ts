@@ -35,7 +35,7 @@ interface Attempt {
 }
 
 /**
- * `Idempotency-Key` on every POST and PATCH (spec, "Idempotency"). Registered
+ * `Idempotency-Key` on every POST and PATCH. Registered
  * as the outermost interceptor, so it sees the enveloped body, and after the
  * guards, so 401/403/429 answers are never stored and a replay still counts
  * against the rate limit.
@@ -63,7 +63,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const request = http.getRequest<RequestContext>();
     const response = http.getResponse<{ statusCode: number }>();
     const method = (request.method ?? 'GET').toUpperCase();
-    // spec: GET and DELETE ignore the header; public routes have no organization to scope it to
+    // GET and DELETE ignore the header; public routes have no organization to scope it to
     if (!IDEMPOTENT_METHODS.has(method) || !request.auth) return next.handle();
     const key = parseIdempotencyKey(request.headers['idempotency-key']);
     if (key === null) return next.handle();

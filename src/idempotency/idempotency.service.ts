@@ -7,13 +7,13 @@ import { IdempotencyRepository, type IdempotencyRecord } from './idempotency.rep
 
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
-/** spec: stored records expire 24 hours after the first request */
+/** Stored records expire 24 hours after the first request */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['POST', 'PATCH']);
 const PURGE_BATCH_SIZE = 1000;
 
 /**
- * 1 to 128 ASCII characters (spec): every ASCII character a header value can
+ * 1 to 128 ASCII characters: every ASCII character a header value can
  * carry, i.e. the printable ones, space and horizontal tab (HTTP forbids the
  * other control characters; Node refuses them before the app runs). HTTP
  * strips leading and trailing whitespace from header values, so the key is
@@ -35,7 +35,7 @@ export function parseIdempotencyKey(header: string | string[] | undefined): stri
 }
 
 /**
- * spec: SHA-256 over the method, the path (no query string) and the body
+ * SHA-256 over the method, the path (no query string) and the body
  * bytes as received — whitespace and key order matter, headers do not.
  */
 export function requestFingerprint(method: string, path: string, rawBody: Buffer | undefined): string {

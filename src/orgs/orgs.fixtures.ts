@@ -27,7 +27,7 @@ export class TrialFixture {
 }
 
 /**
- * The organization's own fields in a fixture (operations.md). Its sections
+ * The organization's own fields in a fixture. Its sections
  * (`api_keys`, `members`, `agents`, …) are validated by their modules.
  */
 export class OrgFixture {

@@ -4,7 +4,7 @@ import type { OrgDto } from './orgs.dto';
 
 export type OrgRow = typeof orgs.$inferSelect;
 
-/** Whitelisted response: built field by field from the row (STYLE.md #5). */
+/** Whitelisted response: built field by field from the row. */
 export function mapOrg(row: OrgRow): OrgDto {
   return {
     id: row.id,

@@ -53,7 +53,7 @@ export class OrgsRepository {
     return row?.limits ?? null;
   }
 
-  /** spec: the upload source is an organization-wide singleton created with the organization */
+  /** The upload source is an organization-wide singleton created with the organization */
   async ensureUploadSource(orgId: string): Promise<void> {
     await this.db
       .insert(sources)

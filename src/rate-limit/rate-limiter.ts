@@ -62,7 +62,7 @@ export function clientKey(address: string | undefined): string {
  * One budget per API key across every endpoint (per client for requests
  * whose key is missing or not valid), in two windows at once — per minute
  * and per hour — counted in one atomic storage call (shared by every instance
- * when Redis is configured), with the spec's headers.
+ * when Redis is configured), with the contract's headers.
  */
 @Injectable()
 export class RateLimiter {

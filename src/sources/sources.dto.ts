@@ -25,12 +25,12 @@ export class SourceDto {
   @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) updated_at?: string | null;
 }
 
-/** spec: the upload source is a per-organization singleton that already exists */
+/** The upload source is a per-organization singleton that already exists */
 export function uploadSourceConflict(): ApiError {
   return new ApiError(ErrorCode.Conflict, 'The upload source is a per-organization singleton that already exists.', { field: 'type' });
 }
 
-/** spec: connector sources are created when the connector integration is added */
+/** Connector sources are created when the connector integration is added */
 export function connectorSourceRefused(): ApiError {
   return ApiError.field('type', 'connector sources are created when the connector integration is added; use website or webpage');
 }

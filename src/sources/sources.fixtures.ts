@@ -27,7 +27,7 @@ export class DocumentFixture {
   @IsOptional() @IsDateTime() created_at?: string | null;
 }
 
-/** A Source as the API shows it, plus `config` and `documents` (operations.md). */
+/** A Source as the API shows it, plus `config` and `documents`. */
 export class SourceFixture {
   @IsOptional() @IsIdOf('source') id?: string;
   @IsIn(SOURCE_TYPES) type!: string;

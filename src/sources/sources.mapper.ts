@@ -4,7 +4,7 @@ import type { SourceDto } from './sources.dto';
 
 export type SourceRow = typeof sources.$inferSelect;
 
-/** Whitelisted response: the spec's Source fields only (`config` and `org_id` stay internal). */
+/** Whitelisted response: the contract's Source fields only (`config` and `org_id` stay internal). */
 export function mapSource(row: SourceRow): SourceDto {
   return {
     id: row.id,

@@ -62,7 +62,7 @@ export class SourcesService {
   }
 
   /**
-   * spec: irreversible; removes the source, its documents and every agent's
+   * Irreversible; removes the source, its documents and every agent's
    * `data_sources` entry naming it, in one transaction. Deleting the upload
    * singleton empties it for good: its documents and references go with its
    * id, and a fresh empty upload source (new id) takes its place, so the

@@ -5,7 +5,7 @@ export const CRON_SCHEDULED_EVENT = 'cron.scheduled';
 export const CUSTOM_TRIGGER_EVENT = 'svc.custom_trigger';
 export const CUSTOM_CONNECTOR_TYPE = 'custom';
 
-/** A custom trigger (spec: its connector_id is null): the `svc.custom_trigger` event or the `custom` connector type. */
+/** A custom trigger (its connector_id is null): the `svc.custom_trigger` event or the `custom` connector type. */
 export function isCustomTrigger(trigger: { event: string; connector_type: string }): boolean {
   return trigger.event === CUSTOM_TRIGGER_EVENT || trigger.connector_type === CUSTOM_CONNECTOR_TYPE;
 }

@@ -13,7 +13,7 @@ const isoText = (value: string | null | undefined): string | null => (value ? ne
 
 /** Whitelisted: webhook_id, webhook_status and deactivated_reason are internal (agent cascade bookkeeping). */
 export function mapTrigger(row: TriggerViewRow): TriggerDto {
-  // spec: schedule is set only for cron.scheduled triggers
+  // schedule is set only for cron.scheduled triggers
   const schedule: TriggerScheduleDto | null =
     row.event === CRON_SCHEDULED_EVENT && row.schedule
       ? {

@@ -21,7 +21,7 @@ export class TriggersService {
   }
 
   async getTrigger(orgId: string, rawId: string): Promise<TriggerDto> {
-    // spec: trigger path ids are `trigger_<24 hex>` only
+    // trigger path ids are `trigger_<24 hex>` only
     const id = parseId('trigger', rawId);
     const row = id ? await this.repository.findById(orgId, id) : null;
     if (!row) throw ApiError.notFound('Trigger');

@@ -10,7 +10,7 @@ import { startTestCluster, type TestCluster } from '../support/pg-cluster';
 import { createTestApp, type TestApp } from '../support/test-app';
 
 /**
- * issue 7 §3: the database fails under the service. Requests get 503
+ * The database fails under the service. Requests get 503
  * `service_unavailable` in the envelope within a bounded time (no hang, no
  * crash), and the service recovers by itself once the database is back.
  * These tests stop and lock a cluster of their own, never the suite's.
@@ -211,7 +211,7 @@ describe('database faults (server engine)', () => {
           expect(sample.body.error?.code).toBe('service_unavailable');
           expect(sample.body.error?.request_id).toBe(sample.requestIdHeader);
         }
-        // issue 14 §6: bounded end to end, whatever the database does
+        // bounded end to end, whatever the database does
         expect(sample.ms).toBeLessThan(STATEMENT_TIMEOUT_MS + 1000);
       }
       expect(samples.some((s) => s.at > thawedAt && s.status === 201)).toBe(true);

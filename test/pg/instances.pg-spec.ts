@@ -9,7 +9,7 @@ import { freePort, startServer, type ServerProcess } from '../support/server-pro
 import { createTestApp, type TestApp } from '../support/test-app';
 
 /**
- * issue 7 §2/§3: several instances of the built server on one PostgreSQL
+ * Several instances of the built server on one PostgreSQL
  * server, as behind a load balancer. Each run uses a database of its own on
  * the suite's cluster, so "migrations apply once" starts from nothing.
  */

@@ -6,7 +6,7 @@ import { tempDir } from '../support/processes';
 import { startServer, type ServerProcess } from '../support/server-process';
 
 /**
- * issue 14 §5 / issue 13 §7: shutdown with a request the server is working on.
+ * Shutdown with a request the server is working on.
  * The request is held in the database by a lock the test owns, so that it is
  * in flight when the signal comes — proven from the server's side
  * (pg_stat_activity shows its query waiting; the server's log lists it) —

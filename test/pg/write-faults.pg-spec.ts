@@ -6,12 +6,12 @@ import { startServer, type ServerProcess } from '../support/server-process';
 import { createTestApp, type TestApp } from '../support/test-app';
 
 /**
- * issue 14 §1, §2 and its proof: keyed write traffic (POST/PATCH /agents,
+ * Keyed write traffic (POST/PATCH /agents,
  * POST /custom_tools) from several clients against two instances of the
  * built server on one PostgreSQL cluster, while the test (a) stops and
  * restarts PostgreSQL, (b) terminates backends in every state, (c) SIGKILLs
  * an instance at random moments and restarts it. Every unanswered request and
- * every 503 is retried with its key, as the spec tells clients to. Then:
+ * every 503 is retried with its key, as the contract tells clients to. Then:
  * no instance exited but the killed ones, no acknowledged write is missing,
  * no key made more than one resource, and a retry of a write that committed
  * was answered with that write (replayed), never executed again.

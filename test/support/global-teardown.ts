@@ -11,7 +11,7 @@ function templateRegExp(template: string): RegExp {
 
 /**
  * Every status an operation answered anywhere in the e2e suite must be
- * documented on that operation in the served document (issue 11). The
+ * documented on that operation in the served document. The
  * responses come from the recorder every test app's HTTP helper passes
  * through (test/support/status-recorder.ts), one file per Jest worker.
  * Requests that match no operation (wrong URLs, test-only routes, /docs)

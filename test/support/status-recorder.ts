@@ -6,8 +6,7 @@ import type TestAgent from 'supertest/lib/agent';
  * Records the (method, path, status) of every response an e2e test gets
  * through the shared HTTP helper, so that test/support/global-teardown.ts can
  * check each status against the operation's documented responses in the
- * served document (issue 11: every status an operation answers is documented
- * on it). Each Jest worker appends to its own file in the run's directory
+ * served document (every status an operation answers is documented on it). Each Jest worker appends to its own file in the run's directory
  * (`STATUS_RECORD_DIR`, made by the global setup): no locking, no lost lines.
  */
 export const STATUS_RECORD_DIR_ENV = 'STATUS_RECORD_DIR';
