@@ -20,7 +20,7 @@ import { BOUNDS, IsBoundedJson, IsIdOf } from '../common/input-bounds';
 import { declareIds, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { COLOR_PATTERN, DATA_SOURCE_SCOPES, HANDLE_PATTERN, MAX_HANDLE_LENGTH, MAX_NAME_LENGTH } from './agents.dto';
 import { AgentsRepository, type NewAgentRow } from './agents.repository';
-import { buildAgentRow } from './agents.service';
+import { buildAgentRow } from './agents.rules';
 import { CASCADE_REASON } from './agent-cascade.repository';
 import { IsDateTime } from '../common/validation';
 

@@ -1,12 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { encryptJson } from '../../libs/crypto/crypto';
 import { newId, parseId } from '../../libs/ids/ids';
-import { ApiError, ErrorCode } from '../common/api-error';
+import { ApiError } from '../common/api-error';
 import { uniqueViolationConstraint } from '../common/database-errors';
 import type { Page } from '../common/envelope';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { OrgsRepository } from '../orgs/orgs.repository';
+import { checkCountCap } from '../orgs/plan-limits.rules';
 import { DatabaseConnection } from '../database/connection';
 import type { CreateCustomToolDto, CustomToolDto, UpdateCustomToolDto } from './custom-tools.dto';
 import { mapCustomTool } from './custom-tools.mapper';
@@ -109,15 +110,6 @@ export class CustomToolsService {
 
   private async enforceToolCap(orgId: string): Promise<void> {
     const limits = await this.orgs.lockLimits(orgId);
-    const cap = limits?.custom_tool_slots ?? null;
-    if (cap === null) return;
-    const used = await this.repository.countByOrg(orgId);
-    if (used >= cap) {
-      throw new ApiError(
-        ErrorCode.ValidationFailed,
-        `Plan limit reached: limits.custom_tool_slots allows ${cap} custom tools.`,
-        { fields: { 'limits.custom_tool_slots': [`plan allows at most ${cap} custom tools`] }, limit: 'custom_tool_slots' },
-      );
-    }
+    checkCountCap('custom_tool_slots', limits?.custom_tool_slots, await this.repository.countByOrg(orgId), 'custom tools');
   }
 }

@@ -1,4 +1,5 @@
 import type { FieldErrors } from '../common/api-error';
+import { addFieldError } from '../common/field-errors';
 import { BOUNDS } from '../common/input-bounds';
 import { outboundUrlProblem } from '../common/url-policy';
 
@@ -11,7 +12,6 @@ import { outboundUrlProblem } from '../common/url-policy';
  * loader both judge with `sourceConfigProblems`; `path` prefixes field names.
  */
 
-export const MAX_CONFIG_BYTES = BOUNDS.sourceConfigBytes;
 export const MAX_PAGES = 1_000_000;
 export const MAX_CRAWL_DEPTH = 100;
 export const MAX_PATTERN_LENGTH = BOUNDS.url;
@@ -53,11 +53,11 @@ export const SOURCE_CONFIG_RULES =
   '`website`: `url` (required), `indexed`, `max_pages` (integer 1 to ' +
   `${MAX_PAGES.toLocaleString('en-US')}), \`crawl\` (an object of \`include\` and \`exclude\`, arrays of at most ${MAX_PATTERNS} path patterns of at most ${MAX_PATTERN_LENGTH} characters, and \`max_depth\`, integer 0 to ${MAX_CRAWL_DEPTH}). ` +
   '`webpage`: `url` (required), `indexed`. No key takes credentials, headers or a proxy: `config` is not a place for secrets. ' +
-  `At most ${MAX_CONFIG_BYTES} bytes as JSON (256 KiB): room for include/exclude lists of thousands of paths.`;
+  `At most ${BOUNDS.sourceConfigBytes} bytes as JSON (256 KiB): room for include/exclude lists of thousands of paths.`;
 
 function checkShape(value: unknown, shape: Shape, type: string, path: string, fields: FieldErrors): void {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    fields[path] = ['must be an object'];
+    addFieldError(fields, path, 'must be an object');
     return;
   }
   const accepted = Object.keys(shape);
@@ -65,15 +65,10 @@ function checkShape(value: unknown, shape: Shape, type: string, path: string, fi
     const at = `${path}.${key}`;
     const rule = Object.prototype.hasOwnProperty.call(shape, key) ? shape[key] : undefined;
     if (rule === undefined) {
-      Object.defineProperty(fields, at, {
-        value: [`property ${key} should not exist: ${accepted.length ? `the keys here are ${accepted.join(', ')}` : `a ${type} source takes no config`}`],
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
+      addFieldError(fields, at, `property ${key} should not exist: ${accepted.length ? `the keys here are ${accepted.join(', ')}` : `a ${type} source takes no config`}`);
     } else if (typeof rule === 'function') {
       const problem = rule(item);
-      if (problem) fields[at] = [problem];
+      if (problem) addFieldError(fields, at, problem);
     } else {
       checkShape(item, rule, type, at, fields);
     }
@@ -89,10 +84,10 @@ export function sourceConfigProblems(type: string, config: Record<string, unknow
   const takesUrl = 'url' in shape;
   const requireUrl = takesUrl && (options.requireUrl ?? true);
   if (config === undefined) return requireUrl ? { [`${path}.url`]: ['is required for website and webpage sources'] } : {};
-  if (Buffer.byteLength(JSON.stringify(config)) > MAX_CONFIG_BYTES) return { [path]: [`must be at most ${MAX_CONFIG_BYTES} bytes as JSON`] };
+  if (Buffer.byteLength(JSON.stringify(config)) > BOUNDS.sourceConfigBytes) return { [path]: [`must be at most ${BOUNDS.sourceConfigBytes} bytes as JSON`] };
   const fields: FieldErrors = {};
   checkShape(config, shape, type, path, fields);
-  if (takesUrl && (config.url === null || (config.url === undefined && requireUrl))) fields[`${path}.url`] = ['is required for website and webpage sources'];
+  if (takesUrl && (config.url === null || (config.url === undefined && requireUrl))) addFieldError(fields, `${path}.url`, 'is required for website and webpage sources');
   return fields;
 }
 
