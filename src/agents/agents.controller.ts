@@ -5,7 +5,8 @@ import type { Page } from '../common/envelope';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
 import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
-import { AGENT_PATH_ID_PATTERN, AgentCreateDto, AgentDeletedDto, AgentDto, AgentUpdateDto } from './agents.dto';
+import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
+import { AGENT_PATH_ID_PATTERN, AgentCreateDto, AgentDto, AgentUpdateDto } from './agents.dto';
 import { AgentsService } from './agents.service';
 
 const HANDLE_TAKEN = {
@@ -77,9 +78,9 @@ export class AgentsController {
   @RequireScope('agents:delete')
   @AgentIdParam()
   @ApiOperation({ operationId: 'deleteAgent', summary: 'Move an agent to the trash (hard-deleted after 30 days)' })
-  @ApiEnvelope(AgentDeletedDto)
+  @ApiEnvelope(DeleteAcknowledgementDto)
   @ApiErrors(404)
-  deleteAgent(@Auth() auth: AuthContext, @Param('id') id: string): Promise<AgentDeletedDto> {
+  deleteAgent(@Auth() auth: AuthContext, @Param('id') id: string): Promise<DeleteAcknowledgementDto> {
     return this.agents.deleteAgent(auth.orgId, id);
   }
 }

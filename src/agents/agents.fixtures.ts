@@ -18,14 +18,14 @@ import {
 } from 'class-validator';
 import { BOUNDS, IsBoundedJson, IsIdOf } from '../common/input-bounds';
 import { declareIds, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
-import { COLOR_PATTERN, DATA_SOURCE_SCOPES, HANDLE_PATTERN, MAX_HANDLE_LENGTH, MAX_NAME_LENGTH } from './agents.dto';
+import { DATA_SOURCE_SCOPES, HANDLE_PATTERN } from './agents.dto';
 import { AgentsRepository, type NewAgentRow } from './agents.repository';
 import { buildAgentRow } from './agents.rules';
 import { CASCADE_REASON } from './agent-cascade.repository';
-import { IsDateTime } from '../common/validation';
+import { HEX_COLOR_PATTERN, IsDateTime } from '../common/validation';
 
 export class ToolRefFixture {
-  @IsString() @IsNotEmpty() @MaxLength(MAX_NAME_LENGTH) name!: string;
+  @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) name!: string;
   @IsOptional() @IsString() @MaxLength(BOUNDS.id) connector_id?: string | null;
 }
 
@@ -38,8 +38,8 @@ export class DataSourceRefFixture {
 /** An agent in a fixture: the Agent response fields plus what the API takes on create, plus `deleted_at`. */
 export class AgentFixture {
   @IsOptional() @IsIdOf('agent') id?: string;
-  @IsString() @MaxLength(MAX_HANDLE_LENGTH) @Matches(HANDLE_PATTERN, { message: 'must start with a letter and contain only letters and digits' }) handle!: string;
-  @IsString() @IsNotEmpty() @MaxLength(MAX_NAME_LENGTH) name!: string;
+  @IsString() @MaxLength(BOUNDS.handle) @Matches(HANDLE_PATTERN, { message: 'must start with a letter and contain only letters and digits' }) handle!: string;
+  @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) name!: string;
   @ValidateIf((o: AgentFixture) => o.instructions_html === undefined || o.instructions_html === null || o.instructions !== undefined)
   @IsString({ message: 'is required unless instructions_html is given' })
   @MaxLength(BOUNDS.instructions)
@@ -48,7 +48,7 @@ export class AgentFixture {
   @IsOptional() @IsString() @MaxLength(BOUNDS.agentDescription) description?: string | null;
   @IsOptional() @IsString() @MaxLength(BOUNDS.name) model?: string | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
-  @IsOptional() @Matches(COLOR_PATTERN, { message: 'must be a CSS hex color: #rgb, #rgba, #rrggbb or #rrggbbaa' }) color?: string | null;
+  @IsOptional() @Matches(HEX_COLOR_PATTERN, { message: 'must be a CSS hex color: #rgb, #rgba, #rrggbb or #rrggbbaa' }) color?: string | null;
   @IsOptional() @IsString() @MaxLength(BOUNDS.url) avatar?: string | null;
   @IsOptional() @IsBoolean() include_system_prompt?: boolean;
   @IsOptional() @IsArray() @ArrayMaxSize(BOUNDS.agentTools) @ValidateNested({ each: true }) @Type(() => ToolRefFixture) tools?: ToolRefFixture[];

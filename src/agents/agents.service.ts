@@ -8,8 +8,9 @@ import { Paginator, type PaginationQuery } from '../common/pagination';
 import { DatabaseConnection } from '../database/connection';
 import { AgentCascadeRepository } from './agent-cascade.repository';
 import { AgentReferencesRepository } from './agent-references.repository';
-import type { AgentCreateDto, AgentDeletedDto, AgentDto, AgentUpdateDto } from './agents.dto';
-import { mapAgent, mapAgentDeleted, type AgentRow } from './agents.mapper';
+import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
+import type { AgentCreateDto, AgentDto, AgentUpdateDto } from './agents.dto';
+import { mapAgent, type AgentRow } from './agents.mapper';
 import { OrgsRepository } from '../orgs/orgs.repository';
 import { AgentsRepository } from './agents.repository';
 import {
@@ -145,7 +146,7 @@ export class AgentsService {
     return mapAgent(row);
   }
 
-  async deleteAgent(orgId: string, rawId: string): Promise<AgentDeletedDto> {
+  async deleteAgent(orgId: string, rawId: string): Promise<DeleteAcknowledgementDto> {
     const id = this.agentId(rawId);
     await this.connection.transaction(async () => {
       const current = await this.repository.lockLive(orgId, id);
@@ -155,7 +156,7 @@ export class AgentsService {
       const torn = await this.cascade.tearDownForAgentDeletion(orgId, id, now);
       this.logger.info({ org_id: orgId, agent_id: id, triggers: torn.triggers.length, chatbots: torn.chatbots.length }, 'agent moved to trash');
     });
-    return mapAgentDeleted(id);
+    return { id, deleted: true };
   }
 
   private agentId(rawId: string): string {

@@ -6,7 +6,7 @@ import type { Page } from '../common/envelope';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
 import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
-import { CreateCustomToolDto, CustomToolDto, UpdateCustomToolDto } from './custom-tools.dto';
+import { CustomToolCreateDto, CustomToolDto, CustomToolUpdateDto } from './custom-tools.dto';
 import { CustomToolsService } from './custom-tools.service';
 import { idPattern } from '../common/input-bounds';
 
@@ -34,7 +34,7 @@ export class CustomToolsController {
   })
   // "Try it out" in /docs sends this as it is: a valid body with only the required fields
   @ApiBody({
-    type: CreateCustomToolDto,
+    type: CustomToolCreateDto,
     examples: {
       minimal: {
         summary: 'Only the required fields',
@@ -44,7 +44,7 @@ export class CustomToolsController {
   })
   @ApiEnvelope(CustomToolDto, { status: 201 })
   @ApiErrors(409, 422)
-  createCustomTool(@Auth() auth: AuthContext, @Body() body: CreateCustomToolDto): Promise<CustomToolDto> {
+  createCustomTool(@Auth() auth: AuthContext, @Body() body: CustomToolCreateDto): Promise<CustomToolDto> {
     return this.tools.createCustomTool(auth.orgId, body);
   }
 
@@ -66,10 +66,10 @@ export class CustomToolsController {
     description: 'Omitted fields are unchanged; `name` cannot be changed. Sending `auth.credentials` rotates them; omitting them keeps them.',
   })
   @ApiParam(TOOL_ID)
-  @ApiBody({ type: UpdateCustomToolDto, examples: { oneField: { summary: 'One field; the others stay as they are', value: { description: 'Lists all recent orders of the shop.' } } } })
+  @ApiBody({ type: CustomToolUpdateDto, examples: { oneField: { summary: 'One field; the others stay as they are', value: { description: 'Lists all recent orders of the shop.' } } } })
   @ApiEnvelope(CustomToolDto)
   @ApiErrors(404, 409, 422)
-  updateCustomTool(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: UpdateCustomToolDto): Promise<CustomToolDto> {
+  updateCustomTool(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: CustomToolUpdateDto): Promise<CustomToolDto> {
     return this.tools.updateCustomTool(auth.orgId, id, body);
   }
 

@@ -17,7 +17,7 @@ import {
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { PartialUpdateBody } from '../common/openapi';
 import { OptionalNonNull } from '../common/validation';
-import { AUTH_TYPES, HTTP_METHODS, MAX_HEADERS, MAX_PARAMETERS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, RESERVED_HEADER_RULES, TOOL_TYPES } from './custom-tools.rules';
+import { AUTH_TYPES, HTTP_METHODS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, RESERVED_HEADER_RULES, TOOL_TYPES } from './custom-tools.rules';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
 
 
@@ -169,15 +169,15 @@ export class CustomToolGroupInput {
   color?: string | null;
 }
 
-/** Fields shared by create and update; all optional here, `CreateCustomToolDto` makes some required. */
+/** Fields shared by create and update; all optional here, `CustomToolCreateDto` makes some required. */
 class CustomToolFields {
   @ApiPropertyOptional({ enum: TOOL_TYPES, default: 'read' }) @OptionalNonNull() @IsIn(TOOL_TYPES) type?: string;
   @ApiPropertyOptional({
     type: 'object',
-    maxProperties: MAX_HEADERS,
+    maxProperties: BOUNDS.headers,
     additionalProperties: { type: 'string', maxLength: BOUNDS.headerValue },
     description:
-      `at most ${MAX_HEADERS} headers; names are HTTP header names of at most ${BOUNDS.headerName} characters, values strings of at most ${BOUNDS.headerValue} without control characters ` +
+      `at most ${BOUNDS.headers} headers; names are HTTP header names of at most ${BOUNDS.headerName} characters, values strings of at most ${BOUNDS.headerValue} without control characters ` +
       '(CR, LF, NUL and the others except tab: they would end or split the header). Plain headers are stored unencrypted and returned in responses. ' +
       RESERVED_HEADER_RULES,
   })
@@ -198,12 +198,12 @@ class CustomToolFields {
   body_template?: string | null;
   @ApiPropertyOptional({
     type: [CustomToolParamInput],
-    maxItems: MAX_PARAMETERS,
-    description: `at most ${MAX_PARAMETERS}; names unique within the tool. Placeholders need no declared parameter.`,
+    maxItems: BOUNDS.toolParameters,
+    description: `at most ${BOUNDS.toolParameters}; names unique within the tool. Placeholders need no declared parameter.`,
   })
   @OptionalNonNull()
   @IsArray()
-  @ArrayMaxSize(MAX_PARAMETERS)
+  @ArrayMaxSize(BOUNDS.toolParameters)
   @ValidateNested({ each: true })
   @Type(() => CustomToolParamInput)
   parameters?: CustomToolParamInput[];
@@ -226,7 +226,7 @@ class CustomToolFields {
   group?: CustomToolGroupInput | null;
 }
 
-export class CreateCustomToolDto extends CustomToolFields {
+export class CustomToolCreateDto extends CustomToolFields {
   @ApiProperty({ description: 'human-readable name that should include connector and resource', maxLength: BOUNDS.name })
   @IsString()
   @IsNotEmpty()
@@ -245,7 +245,7 @@ export class CreateCustomToolDto extends CustomToolFields {
 }
 
 @PartialUpdateBody()
-export class UpdateCustomToolDto extends CustomToolFields {
+export class CustomToolUpdateDto extends CustomToolFields {
   @ApiPropertyOptional({ maxLength: BOUNDS.name }) @OptionalNonNull() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) label?: string;
   @ApiPropertyOptional({ maxLength: BOUNDS.toolDescription })
   @OptionalNonNull()

@@ -4,7 +4,7 @@ import { IsBoolean, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, Va
 import { newId } from '../../libs/ids/ids';
 import { BOUNDS, IsIdOf } from '../common/input-bounds';
 import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
-import { CreateCustomToolDto, CustomToolCredentialsInput } from './custom-tools.dto';
+import { CustomToolCreateDto, CustomToolCredentialsInput } from './custom-tools.dto';
 import { CustomToolsRepository, type NewCustomToolRow } from './custom-tools.repository';
 import { AUTH_TYPES, buildToolRow, type AuthInput, type StoredCredentials } from './custom-tools.rules';
 import { CustomToolsService } from './custom-tools.service';
@@ -21,7 +21,7 @@ export class CustomToolAuthFixture {
  * The definition fields are the API's request DTO, so each is validated
  * exactly as POST /custom_tools validates it.
  */
-export class CustomToolFixture extends CreateCustomToolDto {
+export class CustomToolFixture extends CustomToolCreateDto {
   @IsOptional() @IsIdOf('customTool') id?: string;
   @IsOptional() @Matches(/^custom_[a-z0-9_]{1,64}$/, { message: 'must be custom_ followed by lowercase letters, digits and underscores' })
   name?: string;

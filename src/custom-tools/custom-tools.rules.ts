@@ -22,8 +22,6 @@ export type AuthType = (typeof AUTH_TYPES)[number];
 export const DEFAULT_API_KEY_HEADER = 'X-API-Key';
 export const TOOL_NAME_PREFIX = 'custom_';
 const MAX_SLUG_LENGTH = 48;
-export const MAX_PARAMETERS = BOUNDS.toolParameters;
-export const MAX_HEADERS = BOUNDS.headers;
 
 /** RFC 9110 token: what an HTTP header name may consist of. */
 const HEADER_NAME = new RegExp(`^[!#$%&'*+.^_\`|~0-9A-Za-z-]{1,${BOUNDS.headerName}}$`);
@@ -213,7 +211,7 @@ export function definitionProblems(def: ToolDefinition): FieldErrors {
   }
 
   const headerNames = Object.keys(def.headers);
-  if (headerNames.length > MAX_HEADERS) addFieldError(fields, 'headers', `must have at most ${MAX_HEADERS} entries`);
+  if (headerNames.length > BOUNDS.headers) addFieldError(fields, 'headers', `must have at most ${BOUNDS.headers} entries`);
   for (const name of headerNames) {
     const value = def.headers[name];
     const nameProblem = outboundHeaderNameProblem(name);

@@ -9,7 +9,8 @@ import { APP_CONFIG, type AppConfig } from '../config/config';
 import { OrgsRepository } from '../orgs/orgs.repository';
 import { checkCountCap } from '../orgs/plan-limits.rules';
 import { DatabaseConnection } from '../database/connection';
-import type { CreateCustomToolDto, CustomToolDto, UpdateCustomToolDto } from './custom-tools.dto';
+import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
+import type { CustomToolCreateDto, CustomToolDto, CustomToolUpdateDto } from './custom-tools.dto';
 import { mapCustomTool } from './custom-tools.mapper';
 import { CustomToolsRepository, type CustomToolChanges } from './custom-tools.repository';
 import { buildToolChanges, buildToolRow, firstFreeToolName, toolNameBase, type StoredCredentials } from './custom-tools.rules';
@@ -17,11 +18,6 @@ import { buildToolChanges, buildToolRow, firstFreeToolName, toolNameBase, type S
 const NAME_UNIQUE = 'custom_tools_org_name_unique';
 /** generated names are computed under the org lock; the retry covers rows written outside it (fixtures) */
 const NAME_ATTEMPTS = 3;
-
-export interface DeleteAcknowledgement {
-  id: string;
-  deleted: true;
-}
 
 @Injectable()
 export class CustomToolsService {
@@ -46,7 +42,7 @@ export class CustomToolsService {
     return mapCustomTool(row);
   }
 
-  async createCustomTool(orgId: string, input: CreateCustomToolDto): Promise<CustomToolDto> {
+  async createCustomTool(orgId: string, input: CustomToolCreateDto): Promise<CustomToolDto> {
     const built = buildToolRow(input);
     if (!built.ok) throw ApiError.validation(built.fields);
 
@@ -67,7 +63,7 @@ export class CustomToolsService {
     }
   }
 
-  async updateCustomTool(orgId: string, rawId: string, input: UpdateCustomToolDto): Promise<CustomToolDto> {
+  async updateCustomTool(orgId: string, rawId: string, input: CustomToolUpdateDto): Promise<CustomToolDto> {
     const id = parseId('customTool', rawId);
     if (!id) throw ApiError.notFound('Custom tool');
     const row = await this.connection.transaction(async () => {
@@ -86,7 +82,7 @@ export class CustomToolsService {
   }
 
   /** Hard delete; the tool also leaves every agent's `tools` array, in the same transaction. */
-  async deleteCustomTool(orgId: string, rawId: string): Promise<DeleteAcknowledgement> {
+  async deleteCustomTool(orgId: string, rawId: string): Promise<DeleteAcknowledgementDto> {
     const id = parseId('customTool', rawId);
     if (!id) throw ApiError.notFound('Custom tool');
     await this.connection.transaction(async () => {

@@ -6,7 +6,7 @@ import type { Page } from '../common/envelope';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
 import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
-import { CreateSourceDto, SourceDto } from './sources.dto';
+import { SourceCreateDto, SourceDto } from './sources.dto';
 import { SourcesService } from './sources.service';
 import { idPattern } from '../common/input-bounds';
 
@@ -36,12 +36,12 @@ export class SourcesController {
   })
   // "Try it out" in /docs sends this as it is: a valid body
   @ApiBody({
-    type: CreateSourceDto,
+    type: SourceCreateDto,
     examples: { website: { summary: 'A website source', value: { type: 'website', name: 'Help center', config: { url: 'https://help.example.com' } } } },
   })
   @ApiEnvelope(SourceDto, { status: 201 })
   @ApiErrors({ status: 409, description: '`conflict`: `type` = `upload` — the upload source is a per-organization singleton that already exists.' }, 422)
-  createSource(@Auth() auth: AuthContext, @Body() body: CreateSourceDto): Promise<SourceDto> {
+  createSource(@Auth() auth: AuthContext, @Body() body: SourceCreateDto): Promise<SourceDto> {
     return this.sources.createSource(auth.orgId, body);
   }
 

@@ -4,7 +4,7 @@ import { ApiError, ErrorCode } from '../common/api-error';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { BodyPrecheck, OptionalNonNull } from '../common/validation';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
-import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERN_LENGTH, MAX_PATTERNS, SOURCE_CONFIG_RULES } from './sources.rules';
+import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERNS, SOURCE_CONFIG_RULES } from './sources.rules';
 
 export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
 export const CREATABLE_SOURCE_TYPES = ['website', 'webpage'] as const;
@@ -43,7 +43,7 @@ function refuseUncreatableType(body: Record<string, unknown>): void {
 
 /** `type` is judged before the other fields: the validation pipe runs the `@BodyPrecheck` first. */
 @BodyPrecheck(refuseUncreatableType)
-export class CreateSourceDto {
+export class SourceCreateDto {
   @ApiProperty({ enum: CREATABLE_SOURCE_TYPES, description: '`upload` → 409 (the singleton exists); `connector` → 422' })
   @IsString()
   @IsIn(SOURCE_TYPES, { message: 'type must be website or webpage' })
@@ -70,8 +70,8 @@ export class CreateSourceDto {
         type: 'object',
         description: '`website` only: which paths a crawl follows',
         properties: {
-          include: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH }, description: 'path patterns to follow' },
-          exclude: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH }, description: 'path patterns to skip' },
+          include: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: BOUNDS.url }, description: 'path patterns to follow' },
+          exclude: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: BOUNDS.url }, description: 'path patterns to skip' },
           max_depth: { type: 'integer', format: 'int32', minimum: 0, maximum: MAX_CRAWL_DEPTH, description: 'links followed from `url`' },
         },
         additionalProperties: false,

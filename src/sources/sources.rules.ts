@@ -14,7 +14,6 @@ import { outboundUrlProblem } from '../common/url-policy';
 
 export const MAX_PAGES = 1_000_000;
 export const MAX_CRAWL_DEPTH = 100;
-export const MAX_PATTERN_LENGTH = BOUNDS.url;
 /** As many patterns as the size bound lets through when they are short (`/a/*` is 6 bytes as JSON). */
 export const MAX_PATTERNS = 50_000;
 
@@ -31,9 +30,9 @@ const integer =
   (value) =>
     Number.isInteger(value) && (value as number) >= min && (value as number) <= max ? null : `must be an integer from ${min} to ${max}`;
 const patterns: Rule = (value) =>
-  Array.isArray(value) && value.length <= MAX_PATTERNS && value.every((item) => typeof item === 'string' && item.length >= 1 && item.length <= MAX_PATTERN_LENGTH)
+  Array.isArray(value) && value.length <= MAX_PATTERNS && value.every((item) => typeof item === 'string' && item.length >= 1 && item.length <= BOUNDS.url)
     ? null
-    : `must be an array of at most ${MAX_PATTERNS} path patterns: strings of 1 to ${MAX_PATTERN_LENGTH} characters`;
+    : `must be an array of at most ${MAX_PATTERNS} path patterns: strings of 1 to ${BOUNDS.url} characters`;
 
 /** The crawl options of a website: which paths to follow, and how far. */
 const CRAWL: Shape = { include: patterns, exclude: patterns, max_depth: integer(0, MAX_CRAWL_DEPTH) };
@@ -51,7 +50,7 @@ export const SOURCE_CONFIG_SHAPES: Record<string, Shape> = {
 export const SOURCE_CONFIG_RULES =
   'Only the keys of the source type are accepted; any other is an unknown field (422). ' +
   '`website`: `url` (required), `indexed`, `max_pages` (integer 1 to ' +
-  `${MAX_PAGES.toLocaleString('en-US')}), \`crawl\` (an object of \`include\` and \`exclude\`, arrays of at most ${MAX_PATTERNS} path patterns of at most ${MAX_PATTERN_LENGTH} characters, and \`max_depth\`, integer 0 to ${MAX_CRAWL_DEPTH}). ` +
+  `${MAX_PAGES.toLocaleString('en-US')}), \`crawl\` (an object of \`include\` and \`exclude\`, arrays of at most ${MAX_PATTERNS} path patterns of at most ${BOUNDS.url} characters, and \`max_depth\`, integer 0 to ${MAX_CRAWL_DEPTH}). ` +
   '`webpage`: `url` (required), `indexed`. No key takes credentials, headers or a proxy: `config` is not a place for secrets. ' +
   `At most ${BOUNDS.sourceConfigBytes} bytes as JSON (256 KiB): room for include/exclude lists of thousands of paths.`;
 

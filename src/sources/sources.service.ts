@@ -8,7 +8,7 @@ import { OrgsRepository } from '../orgs/orgs.repository';
 import { checkCountCap } from '../orgs/plan-limits.rules';
 import { DatabaseConnection } from '../database/connection';
 import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
-import { connectorSourceRefused, uploadSourceConflict, type CreateSourceDto, type SourceDto } from './sources.dto';
+import { connectorSourceRefused, uploadSourceConflict, type SourceCreateDto, type SourceDto } from './sources.dto';
 import { mapSource } from './sources.mapper';
 import { SourcesRepository } from './sources.repository';
 import { sourceConfigProblems, sourceConfigRow } from './sources.rules';
@@ -35,8 +35,8 @@ export class SourcesService {
     return mapSource(row);
   }
 
-  async createSource(orgId: string, input: CreateSourceDto): Promise<SourceDto> {
-    // the validation pipe has run CreateSourceDto's @BodyPrecheck; callers that bypass it get the same answers
+  async createSource(orgId: string, input: SourceCreateDto): Promise<SourceDto> {
+    // the validation pipe has run SourceCreateDto's @BodyPrecheck; callers that bypass it get the same answers
     if (input.type === 'upload') throw uploadSourceConflict();
     if (input.type === 'connector') throw connectorSourceRefused();
     if (input.type !== 'website' && input.type !== 'webpage') throw ApiError.field('type', 'must be website or webpage');

@@ -571,8 +571,7 @@ export interface components {
              */
             deactivated_at?: string | null;
         };
-        AgentDeletedDto: {
-            /** @example agent_0123456789abcdef01234567 */
+        DeleteAcknowledgementDto: {
             id: string;
             /** @enum {boolean} */
             deleted: true;
@@ -677,7 +676,7 @@ export interface components {
             icon?: string | null;
             color?: string | null;
         };
-        CreateCustomToolDto: {
+        CustomToolCreateDto: {
             /**
              * @description Default: `read`.
              * @enum {string}
@@ -704,7 +703,7 @@ export interface components {
             /** @description absolute http(s) URL. `{{param}}` placeholders (blanks inside the braces allowed; undeclared ones kept as written) may stand in the path, query and fragment, and for host labels left of the registrable domain, which is written out (`https://{{subdomain}}.zendesk.com/...`); never for the scheme, the port, the whole host or part of an IP address. No user info (`user:pw@`), whitespace, control characters or backslashes. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6), a multicast address, an IPv6 address outside global unicast `2000::/3` (site-local `fec0::/10` included), nor a name internal by convention: single-label names, `metadata.goog` and names ending in `.localhost`, `.local`, `.internal`, `.svc`, `.arpa`, `.localdomain`, `.lan`, `.home`, `.corp`, `.test`, `.invalid`, `.onion`, `.alt`. */
             url: string;
         };
-        UpdateCustomToolDto: {
+        CustomToolUpdateDto: {
             /** @enum {string} */
             type?: "read" | "write";
             /** @description at most 50 headers; names are HTTP header names of at most 128 characters, values strings of at most 4096 without control characters (CR, LF, NUL and the others except tab: they would end or split the header). Plain headers are stored unencrypted and returned in responses. Refused as names (any case): `Authorization`, `Proxy-Authorization`, `Cookie` (credentials go through `auth`, encrypted and never returned); `Host`, `Content-Length`, `Transfer-Encoding`, `TE`, `Trailer`, `Expect` (framing, set by the HTTP client); `Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade` (hop-by-hop); `Forwarded`, `X-Forwarded-*`, `X-Real-IP` (a proxy's statement about the client). */
@@ -727,11 +726,6 @@ export interface components {
             url?: string;
             is_active?: boolean;
         };
-        DeleteAcknowledgementDto: {
-            id: string;
-            /** @enum {boolean} */
-            deleted: true;
-        };
         SourceDto: {
             id: string;
             /** @enum {string} */
@@ -750,7 +744,7 @@ export interface components {
             /** Format: date-time */
             updated_at?: string | null;
         };
-        CreateSourceDto: {
+        SourceCreateDto: {
             /**
              * @description `upload` → 409 (the singleton exists); `connector` → 422
              * @enum {string}
@@ -2311,7 +2305,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: components["schemas"]["AgentDeletedDto"];
+                        data: components["schemas"]["DeleteAcknowledgementDto"];
                         meta: components["schemas"]["ResponseMeta"];
                     };
                 };
@@ -3000,7 +2994,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateCustomToolDto"];
+                "application/json": components["schemas"]["CustomToolCreateDto"];
             };
         };
         responses: {
@@ -3699,7 +3693,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["UpdateCustomToolDto"];
+                "application/json": components["schemas"]["CustomToolUpdateDto"];
             };
         };
         responses: {
@@ -4172,7 +4166,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateSourceDto"];
+                "application/json": components["schemas"]["SourceCreateDto"];
             };
         };
         responses: {
