@@ -4,6 +4,7 @@ import { Auth, RequireScope } from '../auth/auth.decorators';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { Page } from '../common/envelope';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
+import { planCapDescription } from '../orgs/plan-limits.rules';
 import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { CustomToolCreateDto, CustomToolDto, CustomToolUpdateDto } from './custom-tools.dto';
@@ -30,7 +31,7 @@ export class CustomToolsController {
   @ApiOperation({
     operationId: 'createCustomTool',
     summary: 'Create a custom tool',
-    description: '`name` is generated from `label`. Credentials are encrypted at rest and never returned. Plan cap: `limits.custom_tool_slots`.',
+    description: `\`name\` is generated from \`label\`. Credentials are encrypted at rest and never returned. ${planCapDescription('custom_tool_slots')}`,
   })
   // "Try it out" in /docs sends this as it is: a valid body with only the required fields
   @ApiBody({

@@ -4,6 +4,11 @@ import type { OrgLimits } from '../database/schema';
 
 export type PlanCap = keyof OrgLimits;
 
+/** The plan-cap answer in words, for the OpenAPI description of every operation that checks a cap. */
+export function planCapDescription(cap: PlanCap, note?: string): string {
+  return `Plan cap \`limits.${cap}\`${note ? ` (${note})` : ''}: over it, 422 \`validation_failed\` with \`details.limit\` = \`"${cap}"\`, \`details.max\` (the cap) and \`details.fields["limits.${cap}"]\`.`;
+}
+
 /**
  * The one answer to a request that would go past a plan cap, on every
  * endpoint that checks one: 422 `validation_failed` with

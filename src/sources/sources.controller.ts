@@ -4,6 +4,7 @@ import { Auth, RequireScope } from '../auth/auth.decorators';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { Page } from '../common/envelope';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
+import { planCapDescription } from '../orgs/plan-limits.rules';
 import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { SourceCreateDto, SourceDto } from './sources.dto';
@@ -32,7 +33,8 @@ export class SourcesController {
     operationId: 'createSource',
     summary: 'Create a website or webpage source',
     description:
-      '`type` = `upload` returns 409 (the singleton already exists); `type` = `connector` returns 422. New sources start in `sync_status` `fetching`. Plan cap: `limits.sources`.',
+      '`type` = `upload` returns 409 (the singleton already exists); `type` = `connector` returns 422. New sources start in `sync_status` `fetching`. ' +
+      planCapDescription('sources', 'the upload source does not count'),
   })
   // "Try it out" in /docs sends this as it is: a valid body
   @ApiBody({

@@ -81,7 +81,10 @@ export interface paths {
         /** Agents of the organization, newest first (soft-deleted agents are never listed) */
         get: operations["listAgents"];
         put?: never;
-        /** Create an agent */
+        /**
+         * Create an agent
+         * @description Plan cap `limits.agents` (live agents): over it, 422 `validation_failed` with `details.limit` = `"agents"`, `details.max` (the cap) and `details.fields["limits.agents"]`. Plan cap `limits.custom_tool_slots` (custom tools per agent; `details.fields.tools` is named too): over it, 422 `validation_failed` with `details.limit` = `"custom_tool_slots"`, `details.max` (the cap) and `details.fields["limits.custom_tool_slots"]`.
+         */
         post: operations["createAgent"];
         delete?: never;
         options?: never;
@@ -104,7 +107,10 @@ export interface paths {
         delete: operations["deleteAgent"];
         options?: never;
         head?: never;
-        /** Update an agent; `is_active` runs the activation guard and the trigger/chatbot cascades */
+        /**
+         * Update an agent; `is_active` runs the activation guard and the trigger/chatbot cascades
+         * @description Plan cap `limits.custom_tool_slots` (custom tools per agent, when `tools` is given; `details.fields.tools` is named too): over it, 422 `validation_failed` with `details.limit` = `"custom_tool_slots"`, `details.max` (the cap) and `details.fields["limits.custom_tool_slots"]`.
+         */
         patch: operations["updateAgent"];
         trace?: never;
     };
@@ -120,7 +126,7 @@ export interface paths {
         put?: never;
         /**
          * Create a custom tool
-         * @description `name` is generated from `label`. Credentials are encrypted at rest and never returned. Plan cap: `limits.custom_tool_slots`.
+         * @description `name` is generated from `label`. Credentials are encrypted at rest and never returned. Plan cap `limits.custom_tool_slots`: over it, 422 `validation_failed` with `details.limit` = `"custom_tool_slots"`, `details.max` (the cap) and `details.fields["limits.custom_tool_slots"]`.
          */
         post: operations["createCustomTool"];
         delete?: never;
@@ -166,7 +172,7 @@ export interface paths {
         put?: never;
         /**
          * Create a website or webpage source
-         * @description `type` = `upload` returns 409 (the singleton already exists); `type` = `connector` returns 422. New sources start in `sync_status` `fetching`. Plan cap: `limits.sources`.
+         * @description `type` = `upload` returns 409 (the singleton already exists); `type` = `connector` returns 422. New sources start in `sync_status` `fetching`. Plan cap `limits.sources` (the upload source does not count): over it, 422 `validation_failed` with `details.limit` = `"sources"`, `details.max` (the cap) and `details.fields["limits.sources"]`.
          */
         post: operations["createSource"];
         delete?: never;
