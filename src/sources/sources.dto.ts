@@ -1,10 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsObject, IsString, MaxLength } from 'class-validator';
-import { ApiError, ErrorCode } from '../common/api-error';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { BodyPrecheck, OptionalNonNull } from '../common/validation';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
-import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERNS, SOURCE_CONFIG_RULES } from './sources.rules';
+import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERNS, refuseUncreatableType, SOURCE_CONFIG_RULES } from './sources.rules';
 
 export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
 export const CREATABLE_SOURCE_TYPES = ['website', 'webpage'] as const;
@@ -23,22 +22,6 @@ export class SourceDto {
   @ApiProperty() is_active!: boolean;
   @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) created_at?: string | null;
   @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) updated_at?: string | null;
-}
-
-/** The upload source is a per-organization singleton that already exists */
-export function uploadSourceConflict(): ApiError {
-  return new ApiError(ErrorCode.Conflict, 'The upload source is a per-organization singleton that already exists.', { field: 'type' });
-}
-
-/** Connector sources are created when the connector integration is added */
-export function connectorSourceRefused(): ApiError {
-  return ApiError.field('type', 'connector sources are created when the connector integration is added; use website or webpage');
-}
-
-/** `upload` answers 409 and `connector` 422 whatever else the body holds. */
-function refuseUncreatableType(body: Record<string, unknown>): void {
-  if (body.type === 'upload') throw uploadSourceConflict();
-  if (body.type === 'connector') throw connectorSourceRefused();
 }
 
 /** `type` is judged before the other fields: the validation pipe runs the `@BodyPrecheck` first. */

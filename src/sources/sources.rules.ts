@@ -1,4 +1,4 @@
-import type { FieldErrors } from '../common/api-error';
+import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
 import { addFieldError } from '../common/field-errors';
 import { BOUNDS } from '../common/input-bounds';
 import { outboundUrlProblem } from '../common/url-policy';
@@ -93,4 +93,20 @@ export function sourceConfigProblems(type: string, config: Record<string, unknow
 /** The stored `config` of a website or webpage source: `indexed` defaults to false; other types store what was given (nothing). */
 export function sourceConfigRow(type: string, config: Record<string, unknown> | undefined): Record<string, unknown> {
   return type === 'website' || type === 'webpage' ? { ...config, indexed: config?.indexed ?? false } : { ...config };
+}
+
+/** The upload source is a per-organization singleton that already exists */
+export function uploadSourceConflict(): ApiError {
+  return new ApiError(ErrorCode.Conflict, 'The upload source is a per-organization singleton that already exists.', { field: 'type' });
+}
+
+/** Connector sources are created when the connector integration is added */
+export function connectorSourceRefused(): ApiError {
+  return ApiError.field('type', 'connector sources are created when the connector integration is added; use website or webpage');
+}
+
+/** `upload` answers 409 and `connector` 422 whatever else the body holds (the body's precheck, and the service again). */
+export function refuseUncreatableType(body: { type?: unknown }): void {
+  if (body.type === 'upload') throw uploadSourceConflict();
+  if (body.type === 'connector') throw connectorSourceRefused();
 }

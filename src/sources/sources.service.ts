@@ -8,10 +8,10 @@ import { OrgsRepository } from '../orgs/orgs.repository';
 import { checkCountCap } from '../orgs/plan-limits.rules';
 import { DatabaseConnection } from '../database/connection';
 import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
-import { connectorSourceRefused, uploadSourceConflict, type SourceCreateDto, type SourceDto } from './sources.dto';
+import type { SourceCreateDto, SourceDto } from './sources.dto';
 import { mapSource } from './sources.mapper';
 import { SourcesRepository } from './sources.repository';
-import { sourceConfigProblems, sourceConfigRow } from './sources.rules';
+import { refuseUncreatableType, sourceConfigProblems, sourceConfigRow } from './sources.rules';
 
 @Injectable()
 export class SourcesService {
@@ -37,8 +37,7 @@ export class SourcesService {
 
   async createSource(orgId: string, input: SourceCreateDto): Promise<SourceDto> {
     // the validation pipe has run SourceCreateDto's @BodyPrecheck; callers that bypass it get the same answers
-    if (input.type === 'upload') throw uploadSourceConflict();
-    if (input.type === 'connector') throw connectorSourceRefused();
+    refuseUncreatableType(input);
     if (input.type !== 'website' && input.type !== 'webpage') throw ApiError.field('type', 'must be website or webpage');
 
     const fields: FieldErrors = {};
