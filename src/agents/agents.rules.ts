@@ -18,7 +18,7 @@ import type { AgentChanges, NewAgentRow } from './agents.repository';
 /** what the agent's own `deactivated_reason` says after a client's PATCH `is_active: false` */
 export const MANUAL_DEACTIVATION_REASON = 'manual';
 /** a connector in this status blocks activating an agent that uses it */
-export const AUTH_FAILED = 'auth_failed';
+const AUTH_FAILED = 'auth_failed';
 
 /** The reference fields as a body (or a fixture) gives them. */
 type AgentReferenceFields = Pick<AgentCreateDto, 'tools' | 'connectors' | 'sub_agents' | 'data_sources'>;
@@ -35,7 +35,7 @@ export interface NormalizedRefs {
  * What an agent row is built from: the AgentCreate fields, plus the stored
  * state that only the fixture loader may give (the API sets it itself).
  */
-export interface AgentRowInput extends AgentReferenceFields {
+interface AgentRowInput extends AgentReferenceFields {
   handle: string;
   name: string;
   instructions?: string | null;

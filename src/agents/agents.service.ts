@@ -30,7 +30,7 @@ import {
 import { checkCountCap } from '../orgs/plan-limits.rules';
 import { addFieldError, hasFieldErrors } from '../common/field-errors';
 
-export const HANDLE_UNIQUE_CONSTRAINT = 'agents_org_handle_unique';
+const HANDLE_UNIQUE_CONSTRAINT = 'agents_org_handle_unique';
 
 @Injectable()
 export class AgentsService {

@@ -2,7 +2,7 @@ import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
 import { addFieldError, mergeFieldErrors } from '../common/field-errors';
 import type { OrgLimits } from '../database/schema';
 
-export type PlanCap = keyof OrgLimits;
+type PlanCap = keyof OrgLimits;
 
 /** The plan-cap answer in words, for the OpenAPI description of every operation that checks a cap. */
 export function planCapDescription(cap: PlanCap, note?: string): string {

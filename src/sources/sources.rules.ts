@@ -38,7 +38,7 @@ const patterns: Rule = (value) =>
 const CRAWL: Shape = { include: patterns, exclude: patterns, max_depth: integer(0, MAX_CRAWL_DEPTH) };
 
 /** Per source type, the keys its `config` takes; `url` is required where it is listed. */
-export const SOURCE_CONFIG_SHAPES: Record<string, Shape> = {
+const SOURCE_CONFIG_SHAPES: Record<string, Shape> = {
   website: { url: outboundUrl, indexed: boolean, max_pages: integer(1, MAX_PAGES), crawl: CRAWL },
   webpage: { url: outboundUrl, indexed: boolean },
   // created by the platform (the upload singleton, connector integrations): nothing to configure
@@ -96,12 +96,12 @@ export function sourceConfigRow(type: string, config: Record<string, unknown> | 
 }
 
 /** The upload source is a per-organization singleton that already exists */
-export function uploadSourceConflict(): ApiError {
+function uploadSourceConflict(): ApiError {
   return new ApiError(ErrorCode.Conflict, 'The upload source is a per-organization singleton that already exists.', { field: 'type' });
 }
 
 /** Connector sources are created when the connector integration is added */
-export function connectorSourceRefused(): ApiError {
+function connectorSourceRefused(): ApiError {
   return ApiError.field('type', 'connector sources are created when the connector integration is added; use website or webpage');
 }
 
