@@ -238,7 +238,7 @@ describe('OpenAPI: the served document states the same bounds the validator enfo
     expect(prop('CustomToolCreateDto', 'parameters').maxItems).toBe(BOUNDS.toolParameters);
     expect(prop('CustomToolCreateDto', 'headers')).toMatchObject({ maxProperties: BOUNDS.headers, additionalProperties: { maxLength: BOUNDS.headerValue } });
     expect(prop('CustomToolCreateDto', 'url').maxLength).toBe(BOUNDS.url);
-    expect(prop('CustomToolCredentialsInput', 'token').maxLength).toBe(BOUNDS.headerValue);
+    expect(prop('CustomToolCredentialsInputDto', 'token').maxLength).toBe(BOUNDS.headerValue);
     expect(prop('SourceCreateDto', 'config').properties!.url.maxLength).toBe(BOUNDS.url);
   });
 

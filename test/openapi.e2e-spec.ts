@@ -265,6 +265,12 @@ describe('what generated clients see', () => {
     expect(names.filter(({ follows }) => !follows)).toEqual([]);
   });
 
+  test('every schema a request body uses, nested ones included, is a <contract type>Dto class', () => {
+    const schemas = [...requestSchemas()];
+    expect(schemas).toEqual(expect.arrayContaining(['AgentCreateDto', 'ToolRefDto', 'CustomToolAuthInputDto']));
+    expect(schemas.filter((name) => !/^[A-Z][A-Za-z]*Dto$/.test(name))).toEqual([]);
+  });
+
   test('every request body has an example ("Try it out" in /docs sends it as it is) that its own schema accepts', () => {
     const validator = new ResponseValidator(document as OpenApiDocument);
     const problems: string[] = [];

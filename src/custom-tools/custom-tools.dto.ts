@@ -75,7 +75,7 @@ export class CustomToolDto {
 
 // ---------- requests ----------
 
-export class CustomToolParamInput {
+export class CustomToolParamInputDto {
   @ApiProperty({
     minLength: 1,
     maxLength: BOUNDS.toolParameterName,
@@ -107,7 +107,7 @@ export class CustomToolParamInput {
   headerName?: string;
 }
 
-export class CustomToolCredentialsInput {
+export class CustomToolCredentialsInputDto {
   @ApiPropertyOptional({ description: `used when \`type\` = \`bearer\`; dropped (never stored) otherwise. ${SECRET_RULE}`, writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
@@ -140,10 +140,10 @@ export class CustomToolCredentialsInput {
   password?: string;
 }
 
-export class CustomToolAuthInput {
+export class CustomToolAuthInputDto {
   @ApiProperty({ enum: AUTH_TYPES }) @IsIn(AUTH_TYPES) type!: string;
   @ApiPropertyOptional({
-    type: CustomToolCredentialsInput,
+    type: CustomToolCredentialsInputDto,
     description:
       'raw secrets, encrypted at rest and never returned. Optional: without it a tool keeps its stored secrets when `type` is unchanged and drops them when `type` changes. ' +
       'A fresh object replaces the stored one: fields it lacks are absent afterwards, and fields the `type` does not use are dropped (never stored or returned).',
@@ -151,11 +151,11 @@ export class CustomToolAuthInput {
   @OptionalNonNull()
   @IsObject()
   @ValidateNested()
-  @Type(() => CustomToolCredentialsInput)
-  credentials?: CustomToolCredentialsInput;
+  @Type(() => CustomToolCredentialsInputDto)
+  credentials?: CustomToolCredentialsInputDto;
 }
 
-export class CustomToolGroupInput {
+export class CustomToolGroupInputDto {
   @ApiProperty({ maxLength: BOUNDS.groupName }) @IsString() @IsNotEmpty() @MaxLength(BOUNDS.groupName) name!: string;
   @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.groupIcon })
   @IsOptional()
@@ -197,7 +197,7 @@ class CustomToolFields {
   @MaxLength(BOUNDS.bodyTemplate)
   body_template?: string | null;
   @ApiPropertyOptional({
-    type: [CustomToolParamInput],
+    type: [CustomToolParamInputDto],
     maxItems: BOUNDS.toolParameters,
     description: `at most ${BOUNDS.toolParameters}; names unique within the tool. Placeholders need no declared parameter.`,
   })
@@ -205,25 +205,25 @@ class CustomToolFields {
   @IsArray()
   @ArrayMaxSize(BOUNDS.toolParameters)
   @ValidateNested({ each: true })
-  @Type(() => CustomToolParamInput)
-  parameters?: CustomToolParamInput[];
+  @Type(() => CustomToolParamInputDto)
+  parameters?: CustomToolParamInputDto[];
   @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.responseMapping, description: 'dot path into the response, e.g. `data.items`' })
   @IsOptional()
   @IsString()
   @MaxLength(BOUNDS.responseMapping)
   response_mapping?: string | null;
-  @ApiPropertyOptional({ type: CustomToolAuthInput })
+  @ApiPropertyOptional({ type: CustomToolAuthInputDto })
   @OptionalNonNull()
   @IsObject()
   @ValidateNested()
-  @Type(() => CustomToolAuthInput)
-  auth?: CustomToolAuthInput;
-  @ApiPropertyOptional({ type: CustomToolGroupInput, nullable: true })
+  @Type(() => CustomToolAuthInputDto)
+  auth?: CustomToolAuthInputDto;
+  @ApiPropertyOptional({ type: CustomToolGroupInputDto, nullable: true })
   @IsOptional()
   @IsObject()
   @ValidateNested()
-  @Type(() => CustomToolGroupInput)
-  group?: CustomToolGroupInput | null;
+  @Type(() => CustomToolGroupInputDto)
+  group?: CustomToolGroupInputDto | null;
 }
 
 export class CustomToolCreateDto extends CustomToolFields {

@@ -4,7 +4,7 @@ import { IsBoolean, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, Va
 import { newId } from '../../libs/ids/ids';
 import { BOUNDS, IsIdOf } from '../common/input-bounds';
 import { firstProblem, fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
-import { CustomToolCreateDto, CustomToolCredentialsInput } from './custom-tools.dto';
+import { CustomToolCreateDto, CustomToolCredentialsInputDto } from './custom-tools.dto';
 import { CustomToolsRepository, type NewCustomToolRow } from './custom-tools.repository';
 import { AUTH_TYPES, buildToolRow, type AuthInput, type StoredCredentials } from './custom-tools.rules';
 import { CustomToolsService } from './custom-tools.service';
@@ -26,7 +26,7 @@ export class CustomToolFixture extends CustomToolCreateDto {
   @IsOptional() @Matches(/^custom_[a-z0-9_]{1,64}$/, { message: 'must be custom_ followed by lowercase letters, digits and underscores' })
   name?: string;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolAuthFixture) override auth?: CustomToolAuthFixture = undefined;
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolCredentialsInput) credentials?: CustomToolCredentialsInput;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolCredentialsInputDto) credentials?: CustomToolCredentialsInputDto;
   @IsOptional() @IsBoolean() is_active?: boolean;
   @IsOptional() @IsDateTime() created_at?: string | null;
   @IsOptional() @IsDateTime() updated_at?: string | null;

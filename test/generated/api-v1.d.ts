@@ -640,7 +640,7 @@ export interface components {
             /** Format: date-time */
             updated_at?: string | null;
         };
-        CustomToolParamInput: {
+        CustomToolParamInputDto: {
             /** @description 1 to 64 letters, digits, `_`, `.` or `-` (the characters of a `{{placeholder}}`); unique within the tool */
             name: string;
             /**
@@ -659,7 +659,7 @@ export interface components {
             /** @description actual HTTP header name (an HTTP token), used when `in` = `header`; defaults to the parameter's `name`, which is returned and then follows the same rule. Refused as names (any case): `Authorization`, `Proxy-Authorization`, `Cookie` (credentials go through `auth`, encrypted and never returned); `Host`, `Content-Length`, `Transfer-Encoding`, `TE`, `Trailer`, `Expect` (framing, set by the HTTP client); `Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade` (hop-by-hop); `Forwarded`, `X-Forwarded-*`, `X-Real-IP` (a proxy's statement about the client). */
             headerName?: string;
         };
-        CustomToolCredentialsInput: {
+        CustomToolCredentialsInputDto: {
             /** @description used when `type` = `bearer`; dropped (never stored) otherwise. No control characters (CR, LF, NUL and the others except tab): they would end or split the header. */
             token?: string;
             /** @description used when `type` = `api_key`; dropped (never stored) otherwise. No control characters (CR, LF, NUL and the others except tab): they would end or split the header. */
@@ -671,13 +671,13 @@ export interface components {
             /** @description used when `type` = `basic`; dropped (never stored) otherwise. No control characters (CR, LF, NUL and the others except tab): they would end or split the header. */
             password?: string;
         };
-        CustomToolAuthInput: {
+        CustomToolAuthInputDto: {
             /** @enum {string} */
             type: "none" | "bearer" | "api_key" | "basic";
             /** @description raw secrets, encrypted at rest and never returned. Optional: without it a tool keeps its stored secrets when `type` is unchanged and drops them when `type` changes. A fresh object replaces the stored one: fields it lacks are absent afterwards, and fields the `type` does not use are dropped (never stored or returned). */
-            credentials?: components["schemas"]["CustomToolCredentialsInput"];
+            credentials?: components["schemas"]["CustomToolCredentialsInputDto"];
         };
-        CustomToolGroupInput: {
+        CustomToolGroupInputDto: {
             name: string;
             icon?: string | null;
             color?: string | null;
@@ -695,11 +695,11 @@ export interface components {
             /** @description JSON string template for POST, PUT, PATCH bodies; supports `{{param}}` (blanks inside the braces allowed; undeclared ones kept as written). A placeholder inside a JSON string is replaced by the value as text, a bare one by the value as JSON; the template must be valid JSON once placeholders are substituted. */
             body_template?: string | null;
             /** @description at most 50; names unique within the tool. Placeholders need no declared parameter. */
-            parameters?: components["schemas"]["CustomToolParamInput"][];
+            parameters?: components["schemas"]["CustomToolParamInputDto"][];
             /** @description dot path into the response, e.g. `data.items` */
             response_mapping?: string | null;
-            auth?: components["schemas"]["CustomToolAuthInput"];
-            group?: components["schemas"]["CustomToolGroupInput"] | null;
+            auth?: components["schemas"]["CustomToolAuthInputDto"];
+            group?: components["schemas"]["CustomToolGroupInputDto"] | null;
             /** @description human-readable name that should include connector and resource */
             label: string;
             /** @description addressed to the language model; decides when the tool is called */
@@ -719,11 +719,11 @@ export interface components {
             /** @description JSON string template for POST, PUT, PATCH bodies; supports `{{param}}` (blanks inside the braces allowed; undeclared ones kept as written). A placeholder inside a JSON string is replaced by the value as text, a bare one by the value as JSON; the template must be valid JSON once placeholders are substituted. */
             body_template?: string | null;
             /** @description at most 50; names unique within the tool. Placeholders need no declared parameter. */
-            parameters?: components["schemas"]["CustomToolParamInput"][];
+            parameters?: components["schemas"]["CustomToolParamInputDto"][];
             /** @description dot path into the response, e.g. `data.items` */
             response_mapping?: string | null;
-            auth?: components["schemas"]["CustomToolAuthInput"];
-            group?: components["schemas"]["CustomToolGroupInput"] | null;
+            auth?: components["schemas"]["CustomToolAuthInputDto"];
+            group?: components["schemas"]["CustomToolGroupInputDto"] | null;
             label?: string;
             description?: string;
             /** @enum {string} */
