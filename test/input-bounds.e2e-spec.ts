@@ -235,11 +235,11 @@ describe('OpenAPI: the served document states the same bounds the validator enfo
     expect(prop('AgentCreateDto', 'connectors').items).toMatchObject({ maxLength: BOUNDS.id, pattern: '^(connector_[a-f0-9]{24}|[a-f0-9]{24})$' });
     expect(prop('AgentUpdateDto', 'deactivated_at').maxLength).toBe(BOUNDS.dateTime);
     expect(prop('DataSourceRefDto', 'documents').maxItems).toBe(BOUNDS.documentsPerSource);
-    expect(prop('CreateCustomToolDto', 'parameters').maxItems).toBe(BOUNDS.toolParameters);
-    expect(prop('CreateCustomToolDto', 'headers')).toMatchObject({ maxProperties: BOUNDS.headers, additionalProperties: { maxLength: BOUNDS.headerValue } });
-    expect(prop('CreateCustomToolDto', 'url').maxLength).toBe(BOUNDS.url);
-    expect(prop('CustomToolCredentialsInput', 'token').maxLength).toBe(BOUNDS.headerValue);
-    expect(prop('CreateSourceDto', 'config').properties!.url.maxLength).toBe(BOUNDS.url);
+    expect(prop('CustomToolCreateDto', 'parameters').maxItems).toBe(BOUNDS.toolParameters);
+    expect(prop('CustomToolCreateDto', 'headers')).toMatchObject({ maxProperties: BOUNDS.headers, additionalProperties: { maxLength: BOUNDS.headerValue } });
+    expect(prop('CustomToolCreateDto', 'url').maxLength).toBe(BOUNDS.url);
+    expect(prop('CustomToolCredentialsInputDto', 'token').maxLength).toBe(BOUNDS.headerValue);
+    expect(prop('SourceCreateDto', 'config').properties!.url.maxLength).toBe(BOUNDS.url);
   });
 
   it('query parameters', () => {

@@ -240,6 +240,37 @@ describe('what generated clients see', () => {
     }
   });
 
+  test('every DELETE answers the one delete acknowledgement, DeleteAcknowledgementDto ({ id, deleted: true })', () => {
+    const deletes = operations().filter(({ method }) => method === 'delete');
+    expect(deletes.map(({ key }) => key)).toEqual(expect.arrayContaining(['DELETE /agents/{id}', 'DELETE /custom_tools/{id}', 'DELETE /sources/{id}']));
+    const answers = deletes.map(({ key, operation }) => {
+      const schema = operation.responses?.['200']?.content?.['application/json']?.schema;
+      const data = JSON.stringify(schema ?? {}).match(/"data":\{"\$ref":"#\/components\/schemas\/([A-Za-z]+)"/)?.[1] ?? 'no $ref';
+      return `${key} → ${data}`;
+    });
+    expect(answers).toEqual(deletes.map(({ key }) => `${key} → DeleteAcknowledgementDto`));
+    expect(document.components.schemas.DeleteAcknowledgementDto).toMatchObject({ required: ['id', 'deleted'], properties: { deleted: { enum: [true] } } });
+  });
+
+  test('request bodies are named <contract type>Dto: POST bodies <Resource>CreateDto, PATCH bodies <Resource>UpdateDto', () => {
+    const names = operations()
+      .filter(({ method, operation }) => (method === 'post' || method === 'patch') && operation.requestBody)
+      .map(({ key, method, operation }) => {
+        const ref = String(operation.requestBody.content?.['application/json']?.schema?.$ref ?? 'inline');
+        const name = ref.split('/').pop()!;
+        const expected = method === 'post' ? /^[A-Z][A-Za-z]*CreateDto$/ : /^[A-Z][A-Za-z]*UpdateDto$/;
+        return { key, name, follows: expected.test(name) };
+      });
+    expect(names.length).toBeGreaterThanOrEqual(4);
+    expect(names.filter(({ follows }) => !follows)).toEqual([]);
+  });
+
+  test('every schema a request body uses, nested ones included, is a <contract type>Dto class', () => {
+    const schemas = [...requestSchemas()];
+    expect(schemas).toEqual(expect.arrayContaining(['AgentCreateDto', 'ToolRefDto', 'CustomToolAuthInputDto']));
+    expect(schemas.filter((name) => !/^[A-Z][A-Za-z]*Dto$/.test(name))).toEqual([]);
+  });
+
   test('every request body has an example ("Try it out" in /docs sends it as it is) that its own schema accepts', () => {
     const validator = new ResponseValidator(document as OpenApiDocument);
     const problems: string[] = [];

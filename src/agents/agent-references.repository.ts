@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { and, eq, inArray } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import { DATABASE, type Database } from '../database/database.types';
 import { agents, connectors, documents, sources } from '../database/schema';
 
@@ -60,4 +60,30 @@ export class AgentReferencesRepository {
       .from(documents)
       .where(and(eq(documents.orgId, orgId), inArray(documents.id, ids)));
   }
+}
+
+/**
+ * Removes every entry matching `match` (a `tools` entry by `name`, a
+ * `data_sources` entry by `source_id`) from that list of every agent of the
+ * organization, soft-deleted agents included (they may be restored from the
+ * trash); the other entries keep their order. Used when the referenced row
+ * is deleted, in its transaction. Returns how many agents changed.
+ */
+export async function removeFromAgentLists(
+  db: Database,
+  orgId: string,
+  list: 'tools' | 'dataSources',
+  match: { name: string } | { source_id: string },
+): Promise<number> {
+  const [[key, value]] = Object.entries(match);
+  const column = agents[list];
+  const rows = await db
+    .update(agents)
+    .set({
+      [list]: sql`coalesce((select jsonb_agg(ref.value order by ref.ordinality) from jsonb_array_elements(${column}) with ordinality as ref(value, ordinality) where ref.value->>${key}::text is distinct from ${value}::text), '[]'::jsonb)`,
+      updatedAt: new Date(),
+    })
+    .where(and(eq(agents.orgId, orgId), sql`${column} @> ${JSON.stringify([match])}::jsonb`))
+    .returning({ id: agents.id });
+  return rows.length;
 }

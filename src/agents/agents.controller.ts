@@ -3,9 +3,11 @@ import { ApiBody, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import type { Page } from '../common/envelope';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
+import { planCapDescription } from '../orgs/plan-limits.rules';
 import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
-import { AGENT_PATH_ID_PATTERN, AgentCreateDto, AgentDeletedDto, AgentDto, AgentUpdateDto } from './agents.dto';
+import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
+import { AGENT_PATH_ID_PATTERN, AgentCreateDto, AgentDto, AgentUpdateDto } from './agents.dto';
 import { AgentsService } from './agents.service';
 
 const HANDLE_TAKEN = {
@@ -41,7 +43,11 @@ export class AgentsController {
   @Post()
   @HttpCode(201)
   @RequireScope('agents:write')
-  @ApiOperation({ operationId: 'createAgent', summary: 'Create an agent' })
+  @ApiOperation({
+    operationId: 'createAgent',
+    summary: 'Create an agent',
+    description: `${planCapDescription('agents', 'live agents')} ${planCapDescription('custom_tool_slots', 'custom tools per agent; `details.fields.tools` is named too')}`,
+  })
   @ApiBody({ type: AgentCreateDto, examples: { minimal: { summary: 'Only the required fields', value: CREATE_EXAMPLE } } })
   @ApiEnvelope(AgentDto, { status: 201 })
   @ApiErrors(HANDLE_TAKEN, 422)
@@ -65,6 +71,7 @@ export class AgentsController {
   @ApiOperation({
     operationId: 'updateAgent',
     summary: 'Update an agent; `is_active` runs the activation guard and the trigger/chatbot cascades',
+    description: planCapDescription('custom_tool_slots', 'custom tools per agent, when `tools` is given; `details.fields.tools` is named too'),
   })
   @ApiBody({ type: AgentUpdateDto, examples: { oneField: { summary: 'One field; the others stay as they are', value: UPDATE_EXAMPLE } } })
   @ApiEnvelope(AgentDto)
@@ -77,9 +84,9 @@ export class AgentsController {
   @RequireScope('agents:delete')
   @AgentIdParam()
   @ApiOperation({ operationId: 'deleteAgent', summary: 'Move an agent to the trash (hard-deleted after 30 days)' })
-  @ApiEnvelope(AgentDeletedDto)
+  @ApiEnvelope(DeleteAcknowledgementDto)
   @ApiErrors(404)
-  deleteAgent(@Auth() auth: AuthContext, @Param('id') id: string): Promise<AgentDeletedDto> {
+  deleteAgent(@Auth() auth: AuthContext, @Param('id') id: string): Promise<DeleteAcknowledgementDto> {
     return this.agents.deleteAgent(auth.orgId, id);
   }
 }

@@ -22,27 +22,18 @@ import { DATE_TIME_DESCRIPTION, HEX_COLOR_DESCRIPTION, HEX_COLOR_PATTERN, IsDate
 export const HANDLE_PATTERN = /^[a-zA-Z][a-zA-Z0-9]*$/;
 export const AGENT_PATH_ID_PATTERN = idPattern('agent', { allowBare: true });
 export const DEFAULT_AGENT_COLOR = '#6366f1';
-export const COLOR_PATTERN = HEX_COLOR_PATTERN;
 export const DATA_SOURCE_SCOPES = ['all', 'selected'] as const;
 /** a ToolRef whose name starts with this occupies one of the plan's `custom_tool_slots` */
 export const CUSTOM_TOOL_PREFIX = 'custom_';
 
-export const MAX_HANDLE_LENGTH = BOUNDS.handle;
-export const MAX_NAME_LENGTH = BOUNDS.name;
-export const MAX_TEXT_LENGTH = BOUNDS.instructions;
-export const MAX_REFS = BOUNDS.agentRefs;
-export const MAX_TOOLS = BOUNDS.agentTools;
 const CONNECTOR_ID = { pattern: idPattern('connector', { allowBare: true }), maxLength: BOUNDS.id };
 const AGENT_ID = { pattern: idPattern('agent', { allowBare: true }), maxLength: BOUNDS.id };
 
-/** The key may be omitted, but an explicit `null` is rejected (the field is not nullable). */
-const OmittableNotNull = OptionalNonNull;
-
 export class ToolRefDto {
-  @ApiProperty({ description: 'Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix.', maxLength: MAX_NAME_LENGTH })
+  @ApiProperty({ description: 'Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix.', maxLength: BOUNDS.name })
   @IsString()
   @IsNotEmpty()
-  @MaxLength(MAX_NAME_LENGTH)
+  @MaxLength(BOUNDS.name)
   name!: string;
 
   @ApiPropertyOptional({ type: 'string', nullable: true, ...CONNECTOR_ID, description: 'Connector instance id; null for built-in or knowledge tools.' })
@@ -69,7 +60,7 @@ export class DataSourceRefDto {
     maxItems: BOUNDS.documentsPerSource,
     description: 'Document ids to include when `scope` = `selected`.',
   })
-  @OmittableNotNull()
+  @OptionalNonNull()
   @IsArray()
   @ArrayMaxSize(BOUNDS.documentsPerSource)
   @IsString({ each: true })
@@ -106,7 +97,7 @@ export class AgentDto {
 
 /**
  * Fields shared by AgentCreate and AgentUpdate. Non-nullable fields reject an
- * explicit `null` (OmittableNotNull); nullable ones accept it (IsOptional).
+ * explicit `null` (OptionalNonNull); nullable ones accept it (IsOptional).
  */
 abstract class AgentWritableFields {
   @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.agentDescription })
@@ -115,17 +106,17 @@ abstract class AgentWritableFields {
   @MaxLength(BOUNDS.agentDescription)
   description?: string | null;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: MAX_NAME_LENGTH })
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.name })
   @IsOptional()
   @IsString()
   @IsNotEmpty()
-  @MaxLength(MAX_NAME_LENGTH)
+  @MaxLength(BOUNDS.name)
   model?: string | null;
 
-  @ApiPropertyOptional({ default: DEFAULT_AGENT_COLOR, pattern: COLOR_PATTERN.source, description: HEX_COLOR_DESCRIPTION })
-  @OmittableNotNull()
+  @ApiPropertyOptional({ default: DEFAULT_AGENT_COLOR, pattern: HEX_COLOR_PATTERN.source, description: HEX_COLOR_DESCRIPTION })
+  @OptionalNonNull()
   @IsString()
-  @Matches(COLOR_PATTERN, { message: 'color must be a CSS hex color: #rgb, #rgba, #rrggbb or #rrggbbaa' })
+  @Matches(HEX_COLOR_PATTERN, { message: 'color must be a CSS hex color: #rgb, #rgba, #rrggbb or #rrggbbaa' })
   color?: string;
 
   @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.url })
@@ -135,22 +126,22 @@ abstract class AgentWritableFields {
   avatar?: string | null;
 
   @ApiPropertyOptional({ default: true })
-  @OmittableNotNull()
+  @OptionalNonNull()
   @IsBoolean()
   include_system_prompt?: boolean;
 
-  @ApiPropertyOptional({ type: [ToolRefDto], maxItems: MAX_TOOLS })
-  @OmittableNotNull()
+  @ApiPropertyOptional({ type: [ToolRefDto], maxItems: BOUNDS.agentTools })
+  @OptionalNonNull()
   @IsArray()
-  @ArrayMaxSize(MAX_TOOLS)
+  @ArrayMaxSize(BOUNDS.agentTools)
   @ValidateNested({ each: true })
   @Type(() => ToolRefDto)
   tools?: ToolRefDto[];
 
-  @ApiPropertyOptional({ type: 'array', items: { type: 'string', ...CONNECTOR_ID }, maxItems: MAX_REFS, description: 'Connector ids of this organization.' })
-  @OmittableNotNull()
+  @ApiPropertyOptional({ type: 'array', items: { type: 'string', ...CONNECTOR_ID }, maxItems: BOUNDS.agentRefs, description: 'Connector ids of this organization.' })
+  @OptionalNonNull()
   @IsArray()
-  @ArrayMaxSize(MAX_REFS)
+  @ArrayMaxSize(BOUNDS.agentRefs)
   @IsString({ each: true })
   @MaxLength(BOUNDS.id, { each: true })
   connectors?: string[];
@@ -158,20 +149,20 @@ abstract class AgentWritableFields {
   @ApiPropertyOptional({
     type: 'array',
     items: { type: 'string', ...AGENT_ID },
-    maxItems: MAX_REFS,
+    maxItems: BOUNDS.agentRefs,
     description: 'Agent ids of this organization; an agent may not reference itself.',
   })
-  @OmittableNotNull()
+  @OptionalNonNull()
   @IsArray()
-  @ArrayMaxSize(MAX_REFS)
+  @ArrayMaxSize(BOUNDS.agentRefs)
   @IsString({ each: true })
   @MaxLength(BOUNDS.id, { each: true })
   sub_agents?: string[];
 
-  @ApiPropertyOptional({ type: [DataSourceRefDto], maxItems: MAX_REFS })
-  @OmittableNotNull()
+  @ApiPropertyOptional({ type: [DataSourceRefDto], maxItems: BOUNDS.agentRefs })
+  @OptionalNonNull()
   @IsArray()
-  @ArrayMaxSize(MAX_REFS)
+  @ArrayMaxSize(BOUNDS.agentRefs)
   @ValidateNested({ each: true })
   @Type(() => DataSourceRefDto)
   data_sources?: DataSourceRefDto[];
@@ -189,61 +180,61 @@ abstract class AgentWritableFields {
 }
 
 export class AgentCreateDto extends AgentWritableFields {
-  @ApiProperty({ pattern: HANDLE_PATTERN.source, maxLength: MAX_HANDLE_LENGTH, description: 'Unique within the organization, compared case-insensitively.' })
+  @ApiProperty({ pattern: HANDLE_PATTERN.source, maxLength: BOUNDS.handle, description: 'Unique within the organization, compared case-insensitively.' })
   @IsString()
-  @MaxLength(MAX_HANDLE_LENGTH)
+  @MaxLength(BOUNDS.handle)
   @Matches(HANDLE_PATTERN, { message: 'handle must start with a letter and contain only letters and digits' })
   handle!: string;
 
-  @ApiProperty({ maxLength: MAX_NAME_LENGTH })
+  @ApiProperty({ maxLength: BOUNDS.name })
   @IsString()
   @IsNotEmpty()
-  @MaxLength(MAX_NAME_LENGTH)
+  @MaxLength(BOUNDS.name)
   name!: string;
 
-  @ApiPropertyOptional({ maxLength: MAX_TEXT_LENGTH, description: 'Required unless `instructions_html` is provided.' })
+  @ApiPropertyOptional({ maxLength: BOUNDS.instructions, description: 'Required unless `instructions_html` is provided.' })
   @ValidateIf((object: AgentCreateDto) => object.instructions_html === undefined || object.instructions_html === null || object.instructions !== undefined)
   @IsString({ message: 'instructions is required unless instructions_html is provided, and must be a string' })
-  @MaxLength(MAX_TEXT_LENGTH)
+  @MaxLength(BOUNDS.instructions)
   instructions?: string;
 
-  @ApiPropertyOptional({ maxLength: MAX_TEXT_LENGTH })
-  @OmittableNotNull()
+  @ApiPropertyOptional({ maxLength: BOUNDS.instructions })
+  @OptionalNonNull()
   @IsString()
-  @MaxLength(MAX_TEXT_LENGTH)
+  @MaxLength(BOUNDS.instructions)
   instructions_html?: string;
 }
 
 @PartialUpdateBody()
 export class AgentUpdateDto extends AgentWritableFields {
-  @ApiPropertyOptional({ pattern: HANDLE_PATTERN.source, maxLength: MAX_HANDLE_LENGTH })
-  @OmittableNotNull()
+  @ApiPropertyOptional({ pattern: HANDLE_PATTERN.source, maxLength: BOUNDS.handle })
+  @OptionalNonNull()
   @IsString()
-  @MaxLength(MAX_HANDLE_LENGTH)
+  @MaxLength(BOUNDS.handle)
   @Matches(HANDLE_PATTERN, { message: 'handle must start with a letter and contain only letters and digits' })
   handle?: string;
 
-  @ApiPropertyOptional({ maxLength: MAX_NAME_LENGTH })
-  @OmittableNotNull()
+  @ApiPropertyOptional({ maxLength: BOUNDS.name })
+  @OptionalNonNull()
   @IsString()
   @IsNotEmpty()
-  @MaxLength(MAX_NAME_LENGTH)
+  @MaxLength(BOUNDS.name)
   name?: string;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: MAX_TEXT_LENGTH, description: 'May be cleared only while `instructions_html` is set.' })
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.instructions, description: 'May be cleared only while `instructions_html` is set.' })
   @IsOptional()
   @IsString()
-  @MaxLength(MAX_TEXT_LENGTH)
+  @MaxLength(BOUNDS.instructions)
   instructions?: string | null;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: MAX_TEXT_LENGTH, description: 'May be cleared only while `instructions` is set.' })
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.instructions, description: 'May be cleared only while `instructions` is set.' })
   @IsOptional()
   @IsString()
-  @MaxLength(MAX_TEXT_LENGTH)
+  @MaxLength(BOUNDS.instructions)
   instructions_html?: string | null;
 
   @ApiPropertyOptional({ description: 'Activation guard and cascades: see "States and transitions".' })
-  @OmittableNotNull()
+  @OptionalNonNull()
   @IsBoolean()
   is_active?: boolean;
 
@@ -268,9 +259,4 @@ export class AgentUpdateDto extends AgentWritableFields {
   @IsOptional()
   @IsDateTime()
   deactivated_at?: string | null;
-}
-
-export class AgentDeletedDto {
-  @ApiProperty({ example: 'agent_0123456789abcdef01234567' }) id!: string;
-  @ApiProperty({ enum: [true] }) deleted!: true;
 }

@@ -17,15 +17,16 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { BOUNDS, IsBoundedJson, IsIdOf } from '../common/input-bounds';
-import { declareIds, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
-import { COLOR_PATTERN, DATA_SOURCE_SCOPES, HANDLE_PATTERN, MAX_HANDLE_LENGTH, MAX_NAME_LENGTH } from './agents.dto';
+import { FixtureError, firstProblem, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
+import { DATA_SOURCE_SCOPES, HANDLE_PATTERN } from './agents.dto';
 import { AgentsRepository, type NewAgentRow } from './agents.repository';
-import { buildAgentRow } from './agents.service';
+import { buildAgentRow } from './agents.rules';
 import { CASCADE_REASON } from './agent-cascade.repository';
-import { IsDateTime } from '../common/validation';
+import { HEX_COLOR_PATTERN, IsDateTime } from '../common/validation';
+import { hasFieldErrors } from '../common/field-errors';
 
 export class ToolRefFixture {
-  @IsString() @IsNotEmpty() @MaxLength(MAX_NAME_LENGTH) name!: string;
+  @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) name!: string;
   @IsOptional() @IsString() @MaxLength(BOUNDS.id) connector_id?: string | null;
 }
 
@@ -38,8 +39,8 @@ export class DataSourceRefFixture {
 /** An agent in a fixture: the Agent response fields plus what the API takes on create, plus `deleted_at`. */
 export class AgentFixture {
   @IsOptional() @IsIdOf('agent') id?: string;
-  @IsString() @MaxLength(MAX_HANDLE_LENGTH) @Matches(HANDLE_PATTERN, { message: 'must start with a letter and contain only letters and digits' }) handle!: string;
-  @IsString() @IsNotEmpty() @MaxLength(MAX_NAME_LENGTH) name!: string;
+  @IsString() @MaxLength(BOUNDS.handle) @Matches(HANDLE_PATTERN, { message: 'must start with a letter and contain only letters and digits' }) handle!: string;
+  @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) name!: string;
   @ValidateIf((o: AgentFixture) => o.instructions_html === undefined || o.instructions_html === null || o.instructions !== undefined)
   @IsString({ message: 'is required unless instructions_html is given' })
   @MaxLength(BOUNDS.instructions)
@@ -48,7 +49,7 @@ export class AgentFixture {
   @IsOptional() @IsString() @MaxLength(BOUNDS.agentDescription) description?: string | null;
   @IsOptional() @IsString() @MaxLength(BOUNDS.name) model?: string | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
-  @IsOptional() @Matches(COLOR_PATTERN, { message: 'must be a CSS hex color: #rgb, #rgba, #rrggbb or #rrggbbaa' }) color?: string | null;
+  @IsOptional() @Matches(HEX_COLOR_PATTERN, { message: 'must be a CSS hex color: #rgb, #rgba, #rrggbb or #rrggbbaa' }) color?: string | null;
   @IsOptional() @IsString() @MaxLength(BOUNDS.url) avatar?: string | null;
   @IsOptional() @IsBoolean() include_system_prompt?: boolean;
   @IsOptional() @IsArray() @ArrayMaxSize(BOUNDS.agentTools) @ValidateNested({ each: true }) @Type(() => ToolRefFixture) tools?: ToolRefFixture[];
@@ -117,27 +118,19 @@ function requireDeclared(ctx: FixtureContext, kind: string, id: string, path: st
 /** Section `agents` (order 40): after connectors (20) and sources/custom tools (30), before conversations, triggers and chatbots. */
 @Injectable()
 export class AgentsFixtureSection extends RegisteredFixtureSection<NewAgentRow[]> {
-  readonly name = 'agents';
-  readonly order = 40;
-  readonly demoFile = 'src/agents/agents.demo.json';
-
-  constructor(
-    registry: FixtureRegistry,
-    private readonly repository: AgentsRepository,
-  ) {
-    super(registry);
+  constructor(private readonly repository: AgentsRepository) {
+    super({ name: 'agents', order: 40, demoFile: 'src/agents/agents.demo.json' });
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): NewAgentRow[] {
-    const items = parseFixtureArray(AgentFixture, value, path);
+    const items: AgentFixture[] = [];
     // the API's own row builder: same defaults, id normalization and rules as POST /agents
-    const rows = items.map((item, index): NewAgentRow => {
+    const rows = this.parseRows(AgentFixture, value, path, ctx, (item, at): NewAgentRow => {
       const { row, problems } = buildAgentRow(ctx.orgId, item);
-      const [field, messages] = Object.entries(problems)[0] ?? [];
-      if (field !== undefined) throw new FixtureError(`${path}[${index}].${field}`, messages![0]);
+      if (hasFieldErrors(problems)) throw firstProblem(problems, at);
+      items.push(item);
       return row;
     });
-    declareIds(ctx, 'agents', rows.map((row) => row.id), path);
     ctx.declared.set(INACTIVE_AGENTS, new Set(rows.filter((row) => row.isActive === false).map((row) => row.id!)));
     ctx.declared.set(DELETED_AGENTS, new Set(rows.filter((row) => row.deletedAt).map((row) => row.id!)));
 
@@ -167,6 +160,6 @@ export class AgentsFixtureSection extends RegisteredFixtureSection<NewAgentRow[]
   }
 
   async write(orgId: string, rows: NewAgentRow[], ctx: FixtureContext): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows), 'agent', (i) => this.itemPath(ctx, i));
+    await this.writeRows(ctx, rows, 'agent', (batch) => this.repository.upsertMany(orgId, batch));
   }
 }

@@ -1,6 +1,6 @@
 import type { agents } from '../database/schema';
 import { iso } from '../common/iso';
-import type { AgentDeletedDto, AgentDto } from './agents.dto';
+import type { AgentDto } from './agents.dto';
 
 export type AgentRow = typeof agents.$inferSelect;
 
@@ -38,8 +38,4 @@ export function mapAgent(row: AgentRow): AgentDto {
     deactivated_reason: row.deactivatedReason,
     deactivated_at: iso(row.deactivatedAt),
   };
-}
-
-export function mapAgentDeleted(id: string): AgentDeletedDto {
-  return { id, deleted: true };
 }

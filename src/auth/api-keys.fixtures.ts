@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { IsArray, IsBoolean, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { ApiError, ErrorCode } from '../common/api-error';
-import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
+import { fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { newId } from '../../libs/ids/ids';
 import { ApiKeysService, generateToken, isWellFormedToken, type ApiKeyInput } from './api-keys.service';
 import { isScope, SCOPES } from './scopes';
@@ -19,26 +19,19 @@ export class ApiKeyFixture {
 
 @Injectable()
 export class ApiKeysFixtureSection extends RegisteredFixtureSection<ApiKeyInput[]> {
-  readonly name = 'api_keys';
-  readonly order = 10;
-  // the demo organization's one key is built with it (src/fixtures/demo-fixture.ts)
-  readonly demoFile = null;
-
-  constructor(
-    registry: FixtureRegistry,
-    private readonly keys: ApiKeysService,
-  ) {
-    super(registry);
+  constructor(private readonly keys: ApiKeysService) {
+    // the demo organization's one key is built with it (src/fixtures/demo-fixture.ts)
+    super({ name: 'api_keys', order: 10, demoFile: null });
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): ApiKeyInput[] {
-    return this.parseRows(ApiKeyFixture, value, path, ctx, (item, index) => {
+    return this.parseRows(ApiKeyFixture, value, path, ctx, (item, at) => {
       if (item.token !== undefined && !isWellFormedToken(item.token)) {
-        throw new FixtureError(`${path}[${index}].token`, 'must be svc_live_ followed by 32 to 128 URL-safe characters');
+        throw new FixtureError(`${at}.token`, 'must be svc_live_ followed by 32 to 128 URL-safe characters');
       }
       const unknown = item.scopes.find((scope) => !isScope(scope));
-      if (unknown !== undefined) throw new FixtureError(`${path}[${index}].scopes`, `unknown scope ${unknown}; valid scopes: ${SCOPES.join(', ')}`);
-      if (item.scopes.length === 0) throw new FixtureError(`${path}[${index}].scopes`, 'at least one scope is required');
+      if (unknown !== undefined) throw new FixtureError(`${at}.scopes`, `unknown scope ${unknown}; valid scopes: ${SCOPES.join(', ')}`);
+      if (item.scopes.length === 0) throw new FixtureError(`${at}.scopes`, 'at least one scope is required');
       const id = item.id ?? newId('key');
       const label = item.label ?? 'fixture';
       let token = item.token;

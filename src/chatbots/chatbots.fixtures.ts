@@ -4,7 +4,7 @@ import { randomUrlSafe } from '../../libs/crypto/crypto';
 import { newId } from '../../libs/ids/ids';
 import { cascadeStateOf } from '../agents/agents.fixtures';
 import { BOUNDS } from '../common/input-bounds';
-import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
+import { fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { ChatbotsRepository, type NewChatbotRow } from './chatbots.repository';
 import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
@@ -28,25 +28,18 @@ export class ChatbotFixture {
 
 @Injectable()
 export class ChatbotsFixtureSection extends RegisteredFixtureSection<NewChatbotRow[]> {
-  readonly name = 'chatbots';
-  readonly order = 60;
-  readonly demoFile = 'src/chatbots/chatbots.demo.json';
-
-  constructor(
-    registry: FixtureRegistry,
-    private readonly repository: ChatbotsRepository,
-  ) {
-    super(registry);
+  constructor(private readonly repository: ChatbotsRepository) {
+    super({ name: 'chatbots', order: 60, demoFile: 'src/chatbots/chatbots.demo.json' });
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): NewChatbotRow[] {
     const publicIds = new Set<string>();
-    return this.parseRows(ChatbotFixture, value, path, ctx, (item, index): NewChatbotRow => {
+    return this.parseRows(ChatbotFixture, value, path, ctx, (item, at): NewChatbotRow => {
       const createdAt = fixtureDate(item.created_at) ?? new Date();
       const id = item.id ?? newId('chatbot', createdAt);
       // a generated public id must be stable across re-seeding, so derive it from the id when given
       const publicId = item.public_id ?? (item.id ? `cb_${item.id.slice('chatbot_'.length)}` : `cb_${randomUrlSafe(16)}`);
-      if (publicIds.has(publicId)) throw new FixtureError(`${path}[${index}].public_id`, `duplicate public_id ${publicId}`);
+      if (publicIds.has(publicId)) throw new FixtureError(`${at}.public_id`, `duplicate public_id ${publicId}`);
       publicIds.add(publicId);
       return {
         id,
@@ -59,7 +52,7 @@ export class ChatbotsFixtureSection extends RegisteredFixtureSection<NewChatbotR
         allowedDomains: item.allowed_domains ?? [],
         theme: item.theme ?? null,
         welcomeMessage: item.welcome_message ?? null,
-        ...cascadeStateOf(item, `${path}[${index}]`, ctx),
+        ...cascadeStateOf(item, at, ctx),
         createdAt,
         updatedAt: fixtureDate(item.updated_at) ?? createdAt,
       };
@@ -67,6 +60,6 @@ export class ChatbotsFixtureSection extends RegisteredFixtureSection<NewChatbotR
   }
 
   async write(orgId: string, rows: NewChatbotRow[], ctx: FixtureContext): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows), 'chatbot', (i) => this.itemPath(ctx, i));
+    await this.writeRows(ctx, rows, 'chatbot', (batch) => this.repository.upsertMany(orgId, batch));
   }
 }

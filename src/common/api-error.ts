@@ -97,7 +97,8 @@ export class ApiError extends Error {
     return ApiError.validation({ [field]: [problem] });
   }
 
-  static notFound(what = 'Resource'): ApiError {
-    return new ApiError(ErrorCode.NotFound, `${what} not found.`);
+  /** The one not-found answer; a resource whose contract names its own code (agents: `agent_not_found`) passes it. */
+  static notFound(what = 'Resource', code: ErrorCode.NotFound | ErrorCode.AgentNotFound = ErrorCode.NotFound): ApiError {
+    return new ApiError(code, `${what} not found.`);
   }
 }

@@ -21,7 +21,6 @@
 import { BOUNDS } from './input-bounds';
 import { getPublicSuffix } from 'tldts';
 
-export const MAX_URL_LENGTH = BOUNDS.url;
 
 /**
  * `{{ name }}`: a placeholder, the same in a custom tool's `url` and
@@ -304,7 +303,7 @@ const ADDRESS_PROBLEM = 'must not point at a loopback, private, link-local, rese
  */
 export function outboundUrlProblem(value: string, options: UrlPolicyOptions = {}): string | null {
   if (value.length === 0) return 'must not be empty';
-  if (value.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
+  if (value.length > BOUNDS.url) return `must be at most ${BOUNDS.url} characters`;
   // placeholders stand aside first, so `{{ q }}` is judged as `{{q}}` is
   const literal = options.allowPlaceholders ? value.replace(placeholderPattern(), '') : value;
   // the URL parser silently strips or percent-encodes these; a URL that relies on that is ambiguous

@@ -1,6 +1,7 @@
 import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
 import { ValidateBy, ValidateIf, type ValidationOptions, type ValidatorOptions } from 'class-validator';
 import { ApiError, type FieldErrors } from './api-error';
+import { mergeFieldErrors } from './field-errors';
 import { BOUNDS } from './input-bounds';
 
 /**
@@ -92,7 +93,7 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
       // a missing field whose rules have no kind rule (only lengths, patterns…): say it is missing
       fields[path] = error.value === undefined && !KIND_CONSTRAINTS.some((name) => name in error.constraints!) ? [`${error.property} is required`] : problems;
     }
-    if (error.children?.length) Object.assign(fields, flattenValidationErrors(error.children, path));
+    if (error.children?.length) mergeFieldErrors(fields, flattenValidationErrors(error.children, path));
   }
   return fields;
 }

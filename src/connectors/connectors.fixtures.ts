@@ -4,7 +4,7 @@ import { IsArray, IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength, 
 import { newId } from '../../libs/ids/ids';
 import { OptionalNonNull, IsDateTime } from '../common/validation';
 import type { ConnectorToolRow } from '../database/schema';
-import { fixtureDate, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
+import { fixtureDate, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CONNECTOR_STATUSES, CONNECTOR_TOOL_TYPES } from './connectors.dto';
 import { ConnectorsRepository, type NewConnectorRow } from './connectors.repository';
 import { IsIdOf } from '../common/input-bounds';
@@ -33,15 +33,8 @@ export class ConnectorFixture {
 
 @Injectable()
 export class ConnectorsFixtureSection extends RegisteredFixtureSection<NewConnectorRow[]> {
-  readonly name = 'connectors';
-  readonly order = 20;
-  readonly demoFile = 'src/connectors/connectors.demo.json';
-
-  constructor(
-    registry: FixtureRegistry,
-    private readonly repository: ConnectorsRepository,
-  ) {
-    super(registry);
+  constructor(private readonly repository: ConnectorsRepository) {
+    super({ name: 'connectors', order: 20, demoFile: 'src/connectors/connectors.demo.json' });
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): NewConnectorRow[] {
@@ -71,6 +64,6 @@ export class ConnectorsFixtureSection extends RegisteredFixtureSection<NewConnec
   }
 
   async write(orgId: string, rows: NewConnectorRow[], ctx: FixtureContext): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows), 'connector', (i) => this.itemPath(ctx, i));
+    await this.writeRows(ctx, rows, 'connector', (batch) => this.repository.upsertMany(orgId, batch));
   }
 }

@@ -3,6 +3,7 @@ import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { parseId } from '../../libs/ids/ids';
 import { ApiError, type FieldErrors } from '../common/api-error';
+import { addFieldError, hasFieldErrors, mergeFieldErrors } from '../common/field-errors';
 import { BOUNDS } from '../common/input-bounds';
 import { flattenValidationErrors, QUERY_VALIDATOR_OPTIONS } from '../common/validation';
 import { ConversationListQuery, type ConversationSource } from './conversations.dto';
@@ -76,19 +77,19 @@ export class ConversationListQueryPipe implements PipeTransform<unknown, Convers
                     : value.length > BOUNDS.metadataValue
                       ? `must be at most ${BOUNDS.metadataValue} characters`
                       : null;
-      if (problem) fields[param] = [problem];
+      if (problem) addFieldError(fields, param, problem);
       else metadata.set(key, value as string);
     }
-    if (metadata.size > MAX_METADATA_KEYS) fields.metadata = [`at most ${MAX_METADATA_KEYS} metadata keys`];
+    if (metadata.size > MAX_METADATA_KEYS) addFieldError(fields, 'metadata', `at most ${MAX_METADATA_KEYS} metadata keys`);
 
     const dto = plainToInstance(ConversationListQuery, named);
     const errors = validateSync(dto, QUERY_VALIDATOR_OPTIONS);
-    Object.assign(fields, flattenValidationErrors(errors));
+    mergeFieldErrors(fields, flattenValidationErrors(errors));
     const agentId = dto.agent_id === undefined ? undefined : parseId('agent', dto.agent_id, { allowBare: true });
-    if (agentId === null) fields.agent_id = ['must be agent_<24 hex> or a bare 24-hex id'];
+    if (agentId === null) addFieldError(fields, 'agent_id', 'must be agent_<24 hex> or a bare 24-hex id');
     const parentId = dto.parent_conversation_id === undefined ? undefined : parseId('conversation', dto.parent_conversation_id, { allowBare: true });
-    if (parentId === null) fields.parent_conversation_id = ['must be conv_<24 hex> or a bare 24-hex id'];
-    if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
+    if (parentId === null) addFieldError(fields, 'parent_conversation_id', 'must be conv_<24 hex> or a bare 24-hex id');
+    if (hasFieldErrors(fields)) throw ApiError.validation(fields);
 
     // Object.fromEntries defines own properties, `__proto__` and `constructor` included
     const sortedMetadata = metadata.size ? Object.fromEntries([...metadata].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : undefined;

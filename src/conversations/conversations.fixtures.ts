@@ -14,7 +14,7 @@ import {
 } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import type { ToolCallRow } from '../database/schema';
-import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
+import { fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CONVERSATION_SOURCES, MESSAGE_ROLES } from './conversations.dto';
 import { ConversationsRepository, type NewConversationRow, type NewMessageRow } from './conversations.repository';
 import { IsIdOf } from '../common/input-bounds';
@@ -89,23 +89,15 @@ export function ticketIdsOf(metadata: Record<string, unknown> | null | undefined
 
 @Injectable()
 export class ConversationsFixtureSection extends RegisteredFixtureSection<ParsedConversations> {
-  readonly name = 'conversations';
-  readonly order = 50;
-  readonly demoFile = 'src/conversations/conversations.demo.json';
-
-  constructor(
-    registry: FixtureRegistry,
-    private readonly repository: ConversationsRepository,
-  ) {
-    super(registry);
+  constructor(private readonly repository: ConversationsRepository) {
+    super({ name: 'conversations', order: 50, demoFile: 'src/conversations/conversations.demo.json' });
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): ParsedConversations {
     const threads = new Map<string, NewMessageRow[]>();
     const unnumbered: number[] = [];
     const messageIds = new Set<string>();
-    const rows = this.parseRows(ConversationFixture, value, path, ctx, (item, index): NewConversationRow => {
-      const here = `${path}[${index}]`;
+    const rows = this.parseRows(ConversationFixture, value, path, ctx, (item, here, index): NewConversationRow => {
       const createdAt = fixtureDate(item.created_at) ?? undefined;
       const id = item.id ?? newId('conversation', createdAt);
       const thread = (item.messages ?? []).map((message, m): NewMessageRow => {

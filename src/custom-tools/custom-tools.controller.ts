@@ -4,9 +4,10 @@ import { Auth, RequireScope } from '../auth/auth.decorators';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { Page } from '../common/envelope';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
+import { planCapDescription } from '../orgs/plan-limits.rules';
 import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
-import { CreateCustomToolDto, CustomToolDto, UpdateCustomToolDto } from './custom-tools.dto';
+import { CustomToolCreateDto, CustomToolDto, CustomToolUpdateDto } from './custom-tools.dto';
 import { CustomToolsService } from './custom-tools.service';
 import { idPattern } from '../common/input-bounds';
 
@@ -30,11 +31,11 @@ export class CustomToolsController {
   @ApiOperation({
     operationId: 'createCustomTool',
     summary: 'Create a custom tool',
-    description: '`name` is generated from `label`. Credentials are encrypted at rest and never returned. Plan cap: `limits.custom_tool_slots`.',
+    description: `\`name\` is generated from \`label\`. Credentials are encrypted at rest and never returned. ${planCapDescription('custom_tool_slots')}`,
   })
   // "Try it out" in /docs sends this as it is: a valid body with only the required fields
   @ApiBody({
-    type: CreateCustomToolDto,
+    type: CustomToolCreateDto,
     examples: {
       minimal: {
         summary: 'Only the required fields',
@@ -44,7 +45,7 @@ export class CustomToolsController {
   })
   @ApiEnvelope(CustomToolDto, { status: 201 })
   @ApiErrors(409, 422)
-  createCustomTool(@Auth() auth: AuthContext, @Body() body: CreateCustomToolDto): Promise<CustomToolDto> {
+  createCustomTool(@Auth() auth: AuthContext, @Body() body: CustomToolCreateDto): Promise<CustomToolDto> {
     return this.tools.createCustomTool(auth.orgId, body);
   }
 
@@ -66,10 +67,10 @@ export class CustomToolsController {
     description: 'Omitted fields are unchanged; `name` cannot be changed. Sending `auth.credentials` rotates them; omitting them keeps them.',
   })
   @ApiParam(TOOL_ID)
-  @ApiBody({ type: UpdateCustomToolDto, examples: { oneField: { summary: 'One field; the others stay as they are', value: { description: 'Lists all recent orders of the shop.' } } } })
+  @ApiBody({ type: CustomToolUpdateDto, examples: { oneField: { summary: 'One field; the others stay as they are', value: { description: 'Lists all recent orders of the shop.' } } } })
   @ApiEnvelope(CustomToolDto)
   @ApiErrors(404, 409, 422)
-  updateCustomTool(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: UpdateCustomToolDto): Promise<CustomToolDto> {
+  updateCustomTool(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: CustomToolUpdateDto): Promise<CustomToolDto> {
     return this.tools.updateCustomTool(auth.orgId, id, body);
   }
 

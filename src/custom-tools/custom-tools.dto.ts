@@ -17,7 +17,7 @@ import {
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { PartialUpdateBody } from '../common/openapi';
 import { OptionalNonNull } from '../common/validation';
-import { AUTH_TYPES, HTTP_METHODS, MAX_HEADERS, MAX_PARAMETERS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, RESERVED_HEADER_RULES, TOOL_TYPES } from './custom-tools.rules';
+import { AUTH_TYPES, HTTP_METHODS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, RESERVED_HEADER_RULES, TOOL_TYPES } from './custom-tools.rules';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
 
 
@@ -75,7 +75,7 @@ export class CustomToolDto {
 
 // ---------- requests ----------
 
-export class CustomToolParamInput {
+export class CustomToolParamInputDto {
   @ApiProperty({
     minLength: 1,
     maxLength: BOUNDS.toolParameterName,
@@ -107,7 +107,7 @@ export class CustomToolParamInput {
   headerName?: string;
 }
 
-export class CustomToolCredentialsInput {
+export class CustomToolCredentialsInputDto {
   @ApiPropertyOptional({ description: `used when \`type\` = \`bearer\`; dropped (never stored) otherwise. ${SECRET_RULE}`, writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
   @IsString()
@@ -140,10 +140,10 @@ export class CustomToolCredentialsInput {
   password?: string;
 }
 
-export class CustomToolAuthInput {
+export class CustomToolAuthInputDto {
   @ApiProperty({ enum: AUTH_TYPES }) @IsIn(AUTH_TYPES) type!: string;
   @ApiPropertyOptional({
-    type: CustomToolCredentialsInput,
+    type: CustomToolCredentialsInputDto,
     description:
       'raw secrets, encrypted at rest and never returned. Optional: without it a tool keeps its stored secrets when `type` is unchanged and drops them when `type` changes. ' +
       'A fresh object replaces the stored one: fields it lacks are absent afterwards, and fields the `type` does not use are dropped (never stored or returned).',
@@ -151,11 +151,11 @@ export class CustomToolAuthInput {
   @OptionalNonNull()
   @IsObject()
   @ValidateNested()
-  @Type(() => CustomToolCredentialsInput)
-  credentials?: CustomToolCredentialsInput;
+  @Type(() => CustomToolCredentialsInputDto)
+  credentials?: CustomToolCredentialsInputDto;
 }
 
-export class CustomToolGroupInput {
+export class CustomToolGroupInputDto {
   @ApiProperty({ maxLength: BOUNDS.groupName }) @IsString() @IsNotEmpty() @MaxLength(BOUNDS.groupName) name!: string;
   @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.groupIcon })
   @IsOptional()
@@ -169,15 +169,15 @@ export class CustomToolGroupInput {
   color?: string | null;
 }
 
-/** Fields shared by create and update; all optional here, `CreateCustomToolDto` makes some required. */
+/** Fields shared by create and update; all optional here, `CustomToolCreateDto` makes some required. */
 class CustomToolFields {
   @ApiPropertyOptional({ enum: TOOL_TYPES, default: 'read' }) @OptionalNonNull() @IsIn(TOOL_TYPES) type?: string;
   @ApiPropertyOptional({
     type: 'object',
-    maxProperties: MAX_HEADERS,
+    maxProperties: BOUNDS.headers,
     additionalProperties: { type: 'string', maxLength: BOUNDS.headerValue },
     description:
-      `at most ${MAX_HEADERS} headers; names are HTTP header names of at most ${BOUNDS.headerName} characters, values strings of at most ${BOUNDS.headerValue} without control characters ` +
+      `at most ${BOUNDS.headers} headers; names are HTTP header names of at most ${BOUNDS.headerName} characters, values strings of at most ${BOUNDS.headerValue} without control characters ` +
       '(CR, LF, NUL and the others except tab: they would end or split the header). Plain headers are stored unencrypted and returned in responses. ' +
       RESERVED_HEADER_RULES,
   })
@@ -197,36 +197,36 @@ class CustomToolFields {
   @MaxLength(BOUNDS.bodyTemplate)
   body_template?: string | null;
   @ApiPropertyOptional({
-    type: [CustomToolParamInput],
-    maxItems: MAX_PARAMETERS,
-    description: `at most ${MAX_PARAMETERS}; names unique within the tool. Placeholders need no declared parameter.`,
+    type: [CustomToolParamInputDto],
+    maxItems: BOUNDS.toolParameters,
+    description: `at most ${BOUNDS.toolParameters}; names unique within the tool. Placeholders need no declared parameter.`,
   })
   @OptionalNonNull()
   @IsArray()
-  @ArrayMaxSize(MAX_PARAMETERS)
+  @ArrayMaxSize(BOUNDS.toolParameters)
   @ValidateNested({ each: true })
-  @Type(() => CustomToolParamInput)
-  parameters?: CustomToolParamInput[];
+  @Type(() => CustomToolParamInputDto)
+  parameters?: CustomToolParamInputDto[];
   @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.responseMapping, description: 'dot path into the response, e.g. `data.items`' })
   @IsOptional()
   @IsString()
   @MaxLength(BOUNDS.responseMapping)
   response_mapping?: string | null;
-  @ApiPropertyOptional({ type: CustomToolAuthInput })
+  @ApiPropertyOptional({ type: CustomToolAuthInputDto })
   @OptionalNonNull()
   @IsObject()
   @ValidateNested()
-  @Type(() => CustomToolAuthInput)
-  auth?: CustomToolAuthInput;
-  @ApiPropertyOptional({ type: CustomToolGroupInput, nullable: true })
+  @Type(() => CustomToolAuthInputDto)
+  auth?: CustomToolAuthInputDto;
+  @ApiPropertyOptional({ type: CustomToolGroupInputDto, nullable: true })
   @IsOptional()
   @IsObject()
   @ValidateNested()
-  @Type(() => CustomToolGroupInput)
-  group?: CustomToolGroupInput | null;
+  @Type(() => CustomToolGroupInputDto)
+  group?: CustomToolGroupInputDto | null;
 }
 
-export class CreateCustomToolDto extends CustomToolFields {
+export class CustomToolCreateDto extends CustomToolFields {
   @ApiProperty({ description: 'human-readable name that should include connector and resource', maxLength: BOUNDS.name })
   @IsString()
   @IsNotEmpty()
@@ -245,7 +245,7 @@ export class CreateCustomToolDto extends CustomToolFields {
 }
 
 @PartialUpdateBody()
-export class UpdateCustomToolDto extends CustomToolFields {
+export class CustomToolUpdateDto extends CustomToolFields {
   @ApiPropertyOptional({ maxLength: BOUNDS.name }) @OptionalNonNull() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) label?: string;
   @ApiPropertyOptional({ maxLength: BOUNDS.toolDescription })
   @OptionalNonNull()

@@ -3,8 +3,8 @@ import { Type } from 'class-transformer';
 import { IsBoolean, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import { BOUNDS, IsIdOf } from '../common/input-bounds';
-import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
-import { CreateCustomToolDto, CustomToolCredentialsInput } from './custom-tools.dto';
+import { firstProblem, fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
+import { CustomToolCreateDto, CustomToolCredentialsInputDto } from './custom-tools.dto';
 import { CustomToolsRepository, type NewCustomToolRow } from './custom-tools.repository';
 import { AUTH_TYPES, buildToolRow, type AuthInput, type StoredCredentials } from './custom-tools.rules';
 import { CustomToolsService } from './custom-tools.service';
@@ -21,12 +21,12 @@ export class CustomToolAuthFixture {
  * The definition fields are the API's request DTO, so each is validated
  * exactly as POST /custom_tools validates it.
  */
-export class CustomToolFixture extends CreateCustomToolDto {
+export class CustomToolFixture extends CustomToolCreateDto {
   @IsOptional() @IsIdOf('customTool') id?: string;
   @IsOptional() @Matches(/^custom_[a-z0-9_]{1,64}$/, { message: 'must be custom_ followed by lowercase letters, digits and underscores' })
   name?: string;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolAuthFixture) override auth?: CustomToolAuthFixture = undefined;
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolCredentialsInput) credentials?: CustomToolCredentialsInput;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolCredentialsInputDto) credentials?: CustomToolCredentialsInputDto;
   @IsOptional() @IsBoolean() is_active?: boolean;
   @IsOptional() @IsDateTime() created_at?: string | null;
   @IsOptional() @IsDateTime() updated_at?: string | null;
@@ -50,29 +50,19 @@ interface ParsedTool {
 
 @Injectable()
 export class CustomToolsFixtureSection extends RegisteredFixtureSection<ParsedTool[]> {
-  readonly name = 'custom_tools';
-  readonly order = 30;
-  readonly demoFile = 'src/custom-tools/custom-tools.demo.json';
-
   constructor(
-    registry: FixtureRegistry,
     private readonly repository: CustomToolsRepository,
     private readonly service: CustomToolsService,
   ) {
-    super(registry);
+    super({ name: 'custom_tools', order: 30, demoFile: 'src/custom-tools/custom-tools.demo.json' });
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): ParsedTool[] {
-    const items = parseFixtureArray(CustomToolFixture, value, path);
     const names = new Set<string>();
-    const parsed = items.map((item, index): ParsedTool => {
-      const at = `${path}[${index}]`;
+    const parsed = this.parseRows(CustomToolFixture, value, path, ctx, (item, at): ParsedTool => {
       // the API's own row builder: defaults and rules identical to POST /custom_tools
       const built = buildToolRow({ ...item, auth: fixtureAuth(item) }, 'credentials');
-      if (!built.ok) {
-        const [field] = Object.keys(built.fields);
-        throw new FixtureError(`${at}.${field}`, built.fields[field][0]);
-      }
+      if (!built.ok) throw firstProblem(built.fields, at);
 
       if (item.name !== undefined) {
         if (names.has(item.name)) throw new FixtureError(`${at}.name`, `duplicate name ${item.name}`);
@@ -93,8 +83,7 @@ export class CustomToolsFixtureSection extends RegisteredFixtureSection<ParsedTo
         credentials: built.credentials ?? null,
         idGenerated: item.id === undefined,
       };
-    });
-    declareIds(ctx, 'custom_tools', parsed.map((tool) => tool.row.id!), path);
+    }, (tool) => tool.row.id);
     return parsed;
   }
 

@@ -2,9 +2,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import { and, count, eq, sql } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database } from '../database/database.types';
+import { lockOrgRow } from '../database/org-scoped-lock';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRow } from '../database/org-scoped-upsert';
-import { agents, customTools } from '../database/schema';
+import { customTools } from '../database/schema';
+import { removeFromAgentLists } from '../agents/agent-references.repository';
 import type { CustomToolRow } from './custom-tools.mapper';
 
 export type NewCustomToolRow = typeof customTools.$inferInsert;
@@ -27,15 +29,10 @@ export class CustomToolsRepository {
   }
 
   /** Row-locks the tool for a read-modify-write (concurrent PATCHes apply one after the other). */
-  async findForUpdate(orgId: string, id: string): Promise<CustomToolRow | null> {
-    const [row] = await this.db
-      .select()
-      .from(customTools)
-      .where(and(eq(customTools.orgId, orgId), eq(customTools.id, id)))
-      .for('update');
-    return row ?? null;
+  /** Row-locks the tool for a read-modify-write (concurrent PATCHes apply one after the other). */
+  findForUpdate(orgId: string, id: string): Promise<CustomToolRow | null> {
+    return lockOrgRow(this.db, customTools, orgId, id);
   }
-
 
   async countByOrg(orgId: string): Promise<number> {
     const [row] = await this.db.select({ n: count() }).from(customTools).where(eq(customTools.orgId, orgId));
@@ -87,16 +84,8 @@ export class CustomToolsRepository {
    * organization, soft-deleted ones included (they may be restored). Returns
    * how many agents changed.
    */
-  async removeToolFromAgents(orgId: string, name: string): Promise<number> {
-    const rows = await this.db
-      .update(agents)
-      .set({
-        tools: sql`coalesce((select jsonb_agg(ref.value order by ref.ordinality) from jsonb_array_elements(${agents.tools}) with ordinality as ref(value, ordinality) where ref.value->>'name' is distinct from ${name}), '[]'::jsonb)`,
-        updatedAt: new Date(),
-      })
-      .where(and(eq(agents.orgId, orgId), sql`${agents.tools} @> ${JSON.stringify([{ name }])}::jsonb`))
-      .returning({ id: agents.id });
-    return rows.length;
+  removeToolFromAgents(orgId: string, name: string): Promise<number> {
+    return removeFromAgentLists(this.db, orgId, 'tools', { name });
   }
 
   /**

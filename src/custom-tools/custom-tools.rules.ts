@@ -1,4 +1,5 @@
 import type { FieldErrors } from '../common/api-error';
+import { addFieldError, mergeFieldErrors } from '../common/field-errors';
 import { BOUNDS } from '../common/input-bounds';
 import { outboundUrlProblem, PLACEHOLDER_NAME_CHARS, placeholderPattern } from '../common/url-policy';
 import type { customTools, CustomToolGroupRow, CustomToolParamRow } from '../database/schema';
@@ -21,8 +22,6 @@ export type AuthType = (typeof AUTH_TYPES)[number];
 export const DEFAULT_API_KEY_HEADER = 'X-API-Key';
 export const TOOL_NAME_PREFIX = 'custom_';
 const MAX_SLUG_LENGTH = 48;
-export const MAX_PARAMETERS = BOUNDS.toolParameters;
-export const MAX_HEADERS = BOUNDS.headers;
 
 /** RFC 9110 token: what an HTTP header name may consist of. */
 const HEADER_NAME = new RegExp(`^[!#$%&'*+.^_\`|~0-9A-Za-z-]{1,${BOUNDS.headerName}}$`);
@@ -179,10 +178,6 @@ export interface ToolDefinition {
   parameters: CustomToolParamRow[];
 }
 
-function add(fields: FieldErrors, field: string, problem: string): void {
-  (fields[field] ??= []).push(problem);
-}
-
 /**
  * Every problem of a (merged) definition, by field. Empty when valid.
  * Placeholders need no declared parameter: undeclared ones are kept as written.
@@ -194,37 +189,37 @@ export function definitionProblems(def: ToolDefinition): FieldErrors {
   def.parameters.forEach((param, index) => {
     const at = `parameters[${index}]`;
     if (!PARAM_NAME.test(param.name)) {
-      add(fields, `${at}.name`, `must be 1 to ${BOUNDS.toolParameterName} characters of letters, digits, underscores, dots and hyphens`);
+      addFieldError(fields, `${at}.name`, `must be 1 to ${BOUNDS.toolParameterName} characters of letters, digits, underscores, dots and hyphens`);
     } else if (declared.has(param.name)) {
-      add(fields, `${at}.name`, 'duplicates an earlier parameter name');
+      addFieldError(fields, `${at}.name`, 'duplicates an earlier parameter name');
     }
     declared.add(param.name);
     const headerNameProblem = param.headerName === undefined ? null : outboundHeaderNameProblem(param.headerName);
     // a header parameter without headerName sends its name: the field to fix is still headerName or name
-    if (headerNameProblem) add(fields, param.headerName === param.name && param.in === 'header' ? `${at}.name` : `${at}.headerName`, headerNameProblem);
+    if (headerNameProblem) addFieldError(fields, param.headerName === param.name && param.in === 'header' ? `${at}.name` : `${at}.headerName`, headerNameProblem);
   });
 
   const urlProblem = outboundUrlProblem(def.url, { allowPlaceholders: true });
-  if (urlProblem) add(fields, 'url', urlProblem);
+  if (urlProblem) addFieldError(fields, 'url', urlProblem);
 
   if (def.bodyTemplate !== null) {
     try {
       JSON.parse(substituteForValidation(def.bodyTemplate));
     } catch {
-      add(fields, 'body_template', 'must be valid JSON once placeholders are substituted');
+      addFieldError(fields, 'body_template', 'must be valid JSON once placeholders are substituted');
     }
   }
 
   const headerNames = Object.keys(def.headers);
-  if (headerNames.length > MAX_HEADERS) add(fields, 'headers', `must have at most ${MAX_HEADERS} entries`);
+  if (headerNames.length > BOUNDS.headers) addFieldError(fields, 'headers', `must have at most ${BOUNDS.headers} entries`);
   for (const name of headerNames) {
     const value = def.headers[name];
     const nameProblem = outboundHeaderNameProblem(name);
     const at = isHeaderName(name) ? `headers.${name}` : 'headers';
-    if (nameProblem) add(fields, at, isHeaderName(name) ? nameProblem : 'keys must be valid HTTP header names');
-    if (typeof value !== 'string') add(fields, at, 'values must be strings');
-    else if (value.length > BOUNDS.headerValue) add(fields, at, `values must be at most ${BOUNDS.headerValue} characters`);
-    else if (outboundHeaderValueProblem(value)) add(fields, at, HEADER_VALUE_PROBLEM);
+    if (nameProblem) addFieldError(fields, at, isHeaderName(name) ? nameProblem : 'keys must be valid HTTP header names');
+    if (typeof value !== 'string') addFieldError(fields, at, 'values must be strings');
+    else if (value.length > BOUNDS.headerValue) addFieldError(fields, at, `values must be at most ${BOUNDS.headerValue} characters`);
+    else if (outboundHeaderValueProblem(value)) addFieldError(fields, at, HEADER_VALUE_PROBLEM);
   }
   return fields;
 }
@@ -324,12 +319,6 @@ export type ToolPatch = Partial<ToolInput>;
 
 export type Built<T> = { ok: true; value: T; credentials: StoredCredentials | null | undefined } | { ok: false; fields: FieldErrors };
 
-function mergeFields(...all: FieldErrors[]): FieldErrors {
-  const out: FieldErrors = {};
-  for (const fields of all) for (const [key, problems] of Object.entries(fields)) (out[key] ??= []).push(...problems);
-  return out;
-}
-
 /**
  * The one way a new tool's row is built, for POST /custom_tools and the
  * fixture loader alike: defaults applied, every rule checked.
@@ -341,7 +330,8 @@ export function buildToolRow(input: ToolInput, credentialsPath = 'auth.credentia
   const headers = input.headers ?? {};
   const bodyTemplate = input.body_template ?? null;
   const auth = resolveAuth(input.auth, null, credentialsPath);
-  const fields = mergeFields(
+  const fields = mergeFieldErrors(
+    {},
     definitionProblems({ method: input.method, url: input.url, headers, bodyTemplate, parameters }),
     auth.kind === 'invalid' ? auth.fields : {},
   );
@@ -375,7 +365,8 @@ export function buildToolChanges(current: ToolDefinitionRow, patch: ToolPatch): 
   const method = patch.method ?? current.method;
   const parameters = patch.parameters !== undefined ? resolveParameters(patch.parameters, method) : current.parameters;
   const auth = resolveAuth(patch.auth, { type: current.authType, headerName: current.authHeaderName });
-  const fields = mergeFields(
+  const fields = mergeFieldErrors(
+    {},
     definitionProblems({
       method,
       url: patch.url ?? current.url,

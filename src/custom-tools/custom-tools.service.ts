@@ -1,14 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { encryptJson } from '../../libs/crypto/crypto';
 import { newId, parseId } from '../../libs/ids/ids';
-import { ApiError, ErrorCode } from '../common/api-error';
+import { ApiError } from '../common/api-error';
 import { uniqueViolationConstraint } from '../common/database-errors';
 import type { Page } from '../common/envelope';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { OrgsRepository } from '../orgs/orgs.repository';
+import { checkCountCap } from '../orgs/plan-limits.rules';
 import { DatabaseConnection } from '../database/connection';
-import type { CreateCustomToolDto, CustomToolDto, UpdateCustomToolDto } from './custom-tools.dto';
+import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
+import type { CustomToolCreateDto, CustomToolDto, CustomToolUpdateDto } from './custom-tools.dto';
 import { mapCustomTool } from './custom-tools.mapper';
 import { CustomToolsRepository, type CustomToolChanges } from './custom-tools.repository';
 import { buildToolChanges, buildToolRow, firstFreeToolName, toolNameBase, type StoredCredentials } from './custom-tools.rules';
@@ -16,11 +18,6 @@ import { buildToolChanges, buildToolRow, firstFreeToolName, toolNameBase, type S
 const NAME_UNIQUE = 'custom_tools_org_name_unique';
 /** generated names are computed under the org lock; the retry covers rows written outside it (fixtures) */
 const NAME_ATTEMPTS = 3;
-
-export interface DeleteAcknowledgement {
-  id: string;
-  deleted: true;
-}
 
 @Injectable()
 export class CustomToolsService {
@@ -45,7 +42,7 @@ export class CustomToolsService {
     return mapCustomTool(row);
   }
 
-  async createCustomTool(orgId: string, input: CreateCustomToolDto): Promise<CustomToolDto> {
+  async createCustomTool(orgId: string, input: CustomToolCreateDto): Promise<CustomToolDto> {
     const built = buildToolRow(input);
     if (!built.ok) throw ApiError.validation(built.fields);
 
@@ -66,7 +63,7 @@ export class CustomToolsService {
     }
   }
 
-  async updateCustomTool(orgId: string, rawId: string, input: UpdateCustomToolDto): Promise<CustomToolDto> {
+  async updateCustomTool(orgId: string, rawId: string, input: CustomToolUpdateDto): Promise<CustomToolDto> {
     const id = parseId('customTool', rawId);
     if (!id) throw ApiError.notFound('Custom tool');
     const row = await this.connection.transaction(async () => {
@@ -85,7 +82,7 @@ export class CustomToolsService {
   }
 
   /** Hard delete; the tool also leaves every agent's `tools` array, in the same transaction. */
-  async deleteCustomTool(orgId: string, rawId: string): Promise<DeleteAcknowledgement> {
+  async deleteCustomTool(orgId: string, rawId: string): Promise<DeleteAcknowledgementDto> {
     const id = parseId('customTool', rawId);
     if (!id) throw ApiError.notFound('Custom tool');
     await this.connection.transaction(async () => {
@@ -109,15 +106,6 @@ export class CustomToolsService {
 
   private async enforceToolCap(orgId: string): Promise<void> {
     const limits = await this.orgs.lockLimits(orgId);
-    const cap = limits?.custom_tool_slots ?? null;
-    if (cap === null) return;
-    const used = await this.repository.countByOrg(orgId);
-    if (used >= cap) {
-      throw new ApiError(
-        ErrorCode.ValidationFailed,
-        `Plan limit reached: limits.custom_tool_slots allows ${cap} custom tools.`,
-        { fields: { 'limits.custom_tool_slots': [`plan allows at most ${cap} custom tools`] }, limit: 'custom_tool_slots' },
-      );
-    }
+    checkCountCap('custom_tool_slots', limits?.custom_tool_slots, await this.repository.countByOrg(orgId), 'custom tools');
   }
 }

@@ -4,9 +4,10 @@ import { Auth, RequireScope } from '../auth/auth.decorators';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { Page } from '../common/envelope';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
+import { planCapDescription } from '../orgs/plan-limits.rules';
 import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
-import { CreateSourceDto, SourceDto } from './sources.dto';
+import { SourceCreateDto, SourceDto } from './sources.dto';
 import { SourcesService } from './sources.service';
 import { idPattern } from '../common/input-bounds';
 
@@ -32,16 +33,17 @@ export class SourcesController {
     operationId: 'createSource',
     summary: 'Create a website or webpage source',
     description:
-      '`type` = `upload` returns 409 (the singleton already exists); `type` = `connector` returns 422. New sources start in `sync_status` `fetching`. Plan cap: `limits.sources`.',
+      '`type` = `upload` returns 409 (the singleton already exists); `type` = `connector` returns 422. New sources start in `sync_status` `fetching`. ' +
+      planCapDescription('sources', 'the upload source does not count'),
   })
   // "Try it out" in /docs sends this as it is: a valid body
   @ApiBody({
-    type: CreateSourceDto,
+    type: SourceCreateDto,
     examples: { website: { summary: 'A website source', value: { type: 'website', name: 'Help center', config: { url: 'https://help.example.com' } } } },
   })
   @ApiEnvelope(SourceDto, { status: 201 })
   @ApiErrors({ status: 409, description: '`conflict`: `type` = `upload` — the upload source is a per-organization singleton that already exists.' }, 422)
-  createSource(@Auth() auth: AuthContext, @Body() body: CreateSourceDto): Promise<SourceDto> {
+  createSource(@Auth() auth: AuthContext, @Body() body: SourceCreateDto): Promise<SourceDto> {
     return this.sources.createSource(auth.orgId, body);
   }
 

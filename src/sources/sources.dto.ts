@@ -1,10 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsObject, IsString, MaxLength } from 'class-validator';
-import { ApiError, ErrorCode } from '../common/api-error';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { BodyPrecheck, OptionalNonNull } from '../common/validation';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
-import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERN_LENGTH, MAX_PATTERNS, SOURCE_CONFIG_RULES } from './sources.rules';
+import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERNS, refuseUncreatableType, SOURCE_CONFIG_RULES } from './sources.rules';
 
 export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
 export const CREATABLE_SOURCE_TYPES = ['website', 'webpage'] as const;
@@ -25,25 +24,9 @@ export class SourceDto {
   @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) updated_at?: string | null;
 }
 
-/** The upload source is a per-organization singleton that already exists */
-export function uploadSourceConflict(): ApiError {
-  return new ApiError(ErrorCode.Conflict, 'The upload source is a per-organization singleton that already exists.', { field: 'type' });
-}
-
-/** Connector sources are created when the connector integration is added */
-export function connectorSourceRefused(): ApiError {
-  return ApiError.field('type', 'connector sources are created when the connector integration is added; use website or webpage');
-}
-
-/** `upload` answers 409 and `connector` 422 whatever else the body holds. */
-function refuseUncreatableType(body: Record<string, unknown>): void {
-  if (body.type === 'upload') throw uploadSourceConflict();
-  if (body.type === 'connector') throw connectorSourceRefused();
-}
-
 /** `type` is judged before the other fields: the validation pipe runs the `@BodyPrecheck` first. */
 @BodyPrecheck(refuseUncreatableType)
-export class CreateSourceDto {
+export class SourceCreateDto {
   @ApiProperty({ enum: CREATABLE_SOURCE_TYPES, description: '`upload` → 409 (the singleton exists); `connector` → 422' })
   @IsString()
   @IsIn(SOURCE_TYPES, { message: 'type must be website or webpage' })
@@ -70,8 +53,8 @@ export class CreateSourceDto {
         type: 'object',
         description: '`website` only: which paths a crawl follows',
         properties: {
-          include: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH }, description: 'path patterns to follow' },
-          exclude: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH }, description: 'path patterns to skip' },
+          include: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: BOUNDS.url }, description: 'path patterns to follow' },
+          exclude: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: BOUNDS.url }, description: 'path patterns to skip' },
           max_depth: { type: 'integer', format: 'int32', minimum: 0, maximum: MAX_CRAWL_DEPTH, description: 'links followed from `url`' },
         },
         additionalProperties: false,

@@ -14,11 +14,12 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
-import { declareIds, fixtureDate, FixtureError, FixtureRegistry, parseFixtureArray, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
+import { declareIds, firstProblem, fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { SOURCE_TYPES, SYNC_STATUSES } from './sources.dto';
 import { SourcesRepository, UPLOAD_SOURCE_NAME, type NewDocumentRow, type NewSourceRow } from './sources.repository';
 import { sourceConfigProblems, sourceConfigRow } from './sources.rules';
-import { IsIdOf } from '../common/input-bounds';
+import { hasFieldErrors } from '../common/field-errors';
+import { BOUNDS, IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
 export class DocumentFixture {
@@ -31,8 +32,8 @@ export class DocumentFixture {
 export class SourceFixture {
   @IsOptional() @IsIdOf('source') id?: string;
   @IsIn(SOURCE_TYPES) type!: string;
-  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) name?: string;
-  @IsOptional() @IsString() @MaxLength(64) connector_id?: string | null;
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) name?: string;
+  @IsOptional() @IsString() @MaxLength(BOUNDS.id) connector_id?: string | null;
   @IsOptional() @IsString() @MaxLength(64) connector_type?: string | null;
   @IsOptional() @IsIn(SYNC_STATUSES) sync_status?: string;
   @IsOptional() @IsDateTime() last_sync_at?: string | null;
@@ -52,23 +53,14 @@ interface ParsedSource {
 
 @Injectable()
 export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource[]> {
-  readonly name = 'sources';
-  readonly order = 30;
-  readonly demoFile = 'src/sources/sources.demo.json';
-
-  constructor(
-    registry: FixtureRegistry,
-    private readonly repository: SourcesRepository,
-  ) {
-    super(registry);
+  constructor(private readonly repository: SourcesRepository) {
+    super({ name: 'sources', order: 30, demoFile: 'src/sources/sources.demo.json' });
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): ParsedSource[] {
-    const items = parseFixtureArray(SourceFixture, value, path);
     const connectors = ctx.declared.get('connectors');
     let uploadIndex: number | null = null;
-    const parsed = items.map((item, index): ParsedSource => {
-      const at = `${path}[${index}]`;
+    return this.parseRows(SourceFixture, value, path, ctx, (item, at, index): ParsedSource => {
       if (item.type === 'upload') {
         if (uploadIndex !== null) throw new FixtureError(`${at}.type`, `the upload source is a singleton; already given at ${path}[${uploadIndex}]`);
         uploadIndex = index;
@@ -82,8 +74,7 @@ export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource
       if (item.config !== undefined) {
         // the API's rules, except that `url` may be absent (the Source shape the API shows has no config)
         const problems = sourceConfigProblems(item.type, item.config, `${at}.config`, { requireUrl: false });
-        const [field] = Object.keys(problems);
-        if (field !== undefined) throw new FixtureError(field, problems[field][0]);
+        if (hasFieldErrors(problems)) throw firstProblem(problems);
       }
       const createdAt = fixtureDate(item.created_at) ?? undefined;
       const updatedAt = fixtureDate(item.updated_at) ?? createdAt;
@@ -111,14 +102,7 @@ export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource
         },
         documents: docs,
       };
-    });
-    declareIds(
-      ctx,
-      'sources',
-      parsed.flatMap((entry) => (entry.source.id ? [entry.source.id] : [])),
-      path,
-    );
-    return parsed;
+    }, (entry) => entry.source.id);
   }
 
   async write(orgId: string, entries: ParsedSource[], ctx: FixtureContext): Promise<void> {

@@ -3,9 +3,11 @@ import { and, count, eq, ne, sql } from 'drizzle-orm';
 import { newId } from '../../libs/ids/ids';
 import type { PageRequest } from '../common/pagination';
 import { DATABASE, type Database } from '../database/database.types';
+import { lockOrgRow } from '../database/org-scoped-lock';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRow, upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
-import { agents, documents, sources } from '../database/schema';
+import { documents, sources } from '../database/schema';
+import { removeFromAgentLists } from '../agents/agent-references.repository';
 import type { SourceRow } from './sources.mapper';
 
 export type NewSourceRow = typeof sources.$inferInsert;
@@ -29,13 +31,9 @@ export class SourcesRepository {
     return this.reads.listPage(orgId, page);
   }
 
-  async findForUpdate(orgId: string, id: string): Promise<SourceRow | null> {
-    const [row] = await this.db
-      .select()
-      .from(sources)
-      .where(and(eq(sources.orgId, orgId), eq(sources.id, id)))
-      .for('update');
-    return row ?? null;
+  /** Row-locks the source for its delete (a concurrent delete of the same source waits, then finds nothing). */
+  findForUpdate(orgId: string, id: string): Promise<SourceRow | null> {
+    return lockOrgRow(this.db, sources, orgId, id);
   }
 
   async findUpload(orgId: string): Promise<SourceRow | null> {
@@ -83,16 +81,8 @@ export class SourcesRepository {
    * Removes every `data_sources` entry naming the source from every agent of
    * the organization, soft-deleted ones included. Returns how many changed.
    */
-  async removeSourceFromAgents(orgId: string, sourceId: string): Promise<number> {
-    const rows = await this.db
-      .update(agents)
-      .set({
-        dataSources: sql`coalesce((select jsonb_agg(ref.value order by ref.ordinality) from jsonb_array_elements(${agents.dataSources}) with ordinality as ref(value, ordinality) where ref.value->>'source_id' is distinct from ${sourceId}), '[]'::jsonb)`,
-        updatedAt: new Date(),
-      })
-      .where(and(eq(agents.orgId, orgId), sql`${agents.dataSources} @> ${JSON.stringify([{ source_id: sourceId }])}::jsonb`))
-      .returning({ id: agents.id });
-    return rows.length;
+  removeSourceFromAgents(orgId: string, sourceId: string): Promise<number> {
+    return removeFromAgentLists(this.db, orgId, 'dataSources', { source_id: sourceId });
   }
 
   /** Fixture upsert by id, scoped to the organization: false when the id is another organization's. */

@@ -1,4 +1,5 @@
-import type { FieldErrors } from '../common/api-error';
+import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
+import { addFieldError } from '../common/field-errors';
 import { BOUNDS } from '../common/input-bounds';
 import { outboundUrlProblem } from '../common/url-policy';
 
@@ -11,10 +12,8 @@ import { outboundUrlProblem } from '../common/url-policy';
  * loader both judge with `sourceConfigProblems`; `path` prefixes field names.
  */
 
-export const MAX_CONFIG_BYTES = BOUNDS.sourceConfigBytes;
 export const MAX_PAGES = 1_000_000;
 export const MAX_CRAWL_DEPTH = 100;
-export const MAX_PATTERN_LENGTH = BOUNDS.url;
 /** As many patterns as the size bound lets through when they are short (`/a/*` is 6 bytes as JSON). */
 export const MAX_PATTERNS = 50_000;
 
@@ -31,15 +30,15 @@ const integer =
   (value) =>
     Number.isInteger(value) && (value as number) >= min && (value as number) <= max ? null : `must be an integer from ${min} to ${max}`;
 const patterns: Rule = (value) =>
-  Array.isArray(value) && value.length <= MAX_PATTERNS && value.every((item) => typeof item === 'string' && item.length >= 1 && item.length <= MAX_PATTERN_LENGTH)
+  Array.isArray(value) && value.length <= MAX_PATTERNS && value.every((item) => typeof item === 'string' && item.length >= 1 && item.length <= BOUNDS.url)
     ? null
-    : `must be an array of at most ${MAX_PATTERNS} path patterns: strings of 1 to ${MAX_PATTERN_LENGTH} characters`;
+    : `must be an array of at most ${MAX_PATTERNS} path patterns: strings of 1 to ${BOUNDS.url} characters`;
 
 /** The crawl options of a website: which paths to follow, and how far. */
 const CRAWL: Shape = { include: patterns, exclude: patterns, max_depth: integer(0, MAX_CRAWL_DEPTH) };
 
 /** Per source type, the keys its `config` takes; `url` is required where it is listed. */
-export const SOURCE_CONFIG_SHAPES: Record<string, Shape> = {
+const SOURCE_CONFIG_SHAPES: Record<string, Shape> = {
   website: { url: outboundUrl, indexed: boolean, max_pages: integer(1, MAX_PAGES), crawl: CRAWL },
   webpage: { url: outboundUrl, indexed: boolean },
   // created by the platform (the upload singleton, connector integrations): nothing to configure
@@ -51,13 +50,13 @@ export const SOURCE_CONFIG_SHAPES: Record<string, Shape> = {
 export const SOURCE_CONFIG_RULES =
   'Only the keys of the source type are accepted; any other is an unknown field (422). ' +
   '`website`: `url` (required), `indexed`, `max_pages` (integer 1 to ' +
-  `${MAX_PAGES.toLocaleString('en-US')}), \`crawl\` (an object of \`include\` and \`exclude\`, arrays of at most ${MAX_PATTERNS} path patterns of at most ${MAX_PATTERN_LENGTH} characters, and \`max_depth\`, integer 0 to ${MAX_CRAWL_DEPTH}). ` +
+  `${MAX_PAGES.toLocaleString('en-US')}), \`crawl\` (an object of \`include\` and \`exclude\`, arrays of at most ${MAX_PATTERNS} path patterns of at most ${BOUNDS.url} characters, and \`max_depth\`, integer 0 to ${MAX_CRAWL_DEPTH}). ` +
   '`webpage`: `url` (required), `indexed`. No key takes credentials, headers or a proxy: `config` is not a place for secrets. ' +
-  `At most ${MAX_CONFIG_BYTES} bytes as JSON (256 KiB): room for include/exclude lists of thousands of paths.`;
+  `At most ${BOUNDS.sourceConfigBytes} bytes as JSON (256 KiB): room for include/exclude lists of thousands of paths.`;
 
 function checkShape(value: unknown, shape: Shape, type: string, path: string, fields: FieldErrors): void {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    fields[path] = ['must be an object'];
+    addFieldError(fields, path, 'must be an object');
     return;
   }
   const accepted = Object.keys(shape);
@@ -65,15 +64,10 @@ function checkShape(value: unknown, shape: Shape, type: string, path: string, fi
     const at = `${path}.${key}`;
     const rule = Object.prototype.hasOwnProperty.call(shape, key) ? shape[key] : undefined;
     if (rule === undefined) {
-      Object.defineProperty(fields, at, {
-        value: [`property ${key} should not exist: ${accepted.length ? `the keys here are ${accepted.join(', ')}` : `a ${type} source takes no config`}`],
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
+      addFieldError(fields, at, `property ${key} should not exist: ${accepted.length ? `the keys here are ${accepted.join(', ')}` : `a ${type} source takes no config`}`);
     } else if (typeof rule === 'function') {
       const problem = rule(item);
-      if (problem) fields[at] = [problem];
+      if (problem) addFieldError(fields, at, problem);
     } else {
       checkShape(item, rule, type, at, fields);
     }
@@ -89,14 +83,30 @@ export function sourceConfigProblems(type: string, config: Record<string, unknow
   const takesUrl = 'url' in shape;
   const requireUrl = takesUrl && (options.requireUrl ?? true);
   if (config === undefined) return requireUrl ? { [`${path}.url`]: ['is required for website and webpage sources'] } : {};
-  if (Buffer.byteLength(JSON.stringify(config)) > MAX_CONFIG_BYTES) return { [path]: [`must be at most ${MAX_CONFIG_BYTES} bytes as JSON`] };
+  if (Buffer.byteLength(JSON.stringify(config)) > BOUNDS.sourceConfigBytes) return { [path]: [`must be at most ${BOUNDS.sourceConfigBytes} bytes as JSON`] };
   const fields: FieldErrors = {};
   checkShape(config, shape, type, path, fields);
-  if (takesUrl && (config.url === null || (config.url === undefined && requireUrl))) fields[`${path}.url`] = ['is required for website and webpage sources'];
+  if (takesUrl && (config.url === null || (config.url === undefined && requireUrl))) addFieldError(fields, `${path}.url`, 'is required for website and webpage sources');
   return fields;
 }
 
 /** The stored `config` of a website or webpage source: `indexed` defaults to false; other types store what was given (nothing). */
 export function sourceConfigRow(type: string, config: Record<string, unknown> | undefined): Record<string, unknown> {
   return type === 'website' || type === 'webpage' ? { ...config, indexed: config?.indexed ?? false } : { ...config };
+}
+
+/** The upload source is a per-organization singleton that already exists */
+function uploadSourceConflict(): ApiError {
+  return new ApiError(ErrorCode.Conflict, 'The upload source is a per-organization singleton that already exists.', { field: 'type' });
+}
+
+/** Connector sources are created when the connector integration is added */
+function connectorSourceRefused(): ApiError {
+  return ApiError.field('type', 'connector sources are created when the connector integration is added; use website or webpage');
+}
+
+/** `upload` answers 409 and `connector` 422 whatever else the body holds (the body's precheck, and the service again). */
+export function refuseUncreatableType(body: { type?: unknown }): void {
+  if (body.type === 'upload') throw uploadSourceConflict();
+  if (body.type === 'connector') throw connectorSourceRefused();
 }

@@ -1,15 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { newId, parseId } from '../../libs/ids/ids';
-import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
+import { ApiError, type FieldErrors } from '../common/api-error';
+import { addFieldError, hasFieldErrors, mergeFieldErrors } from '../common/field-errors';
 import type { Page } from '../common/envelope';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { OrgsRepository } from '../orgs/orgs.repository';
+import { checkCountCap } from '../orgs/plan-limits.rules';
 import { DatabaseConnection } from '../database/connection';
 import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
-import { connectorSourceRefused, uploadSourceConflict, type CreateSourceDto, type SourceDto } from './sources.dto';
+import type { SourceCreateDto, SourceDto } from './sources.dto';
 import { mapSource } from './sources.mapper';
 import { SourcesRepository } from './sources.repository';
-import { sourceConfigProblems, sourceConfigRow } from './sources.rules';
+import { refuseUncreatableType, sourceConfigProblems, sourceConfigRow } from './sources.rules';
 
 @Injectable()
 export class SourcesService {
@@ -33,16 +35,15 @@ export class SourcesService {
     return mapSource(row);
   }
 
-  async createSource(orgId: string, input: CreateSourceDto): Promise<SourceDto> {
-    // the validation pipe has run CreateSourceDto's @BodyPrecheck; callers that bypass it get the same answers
-    if (input.type === 'upload') throw uploadSourceConflict();
-    if (input.type === 'connector') throw connectorSourceRefused();
+  async createSource(orgId: string, input: SourceCreateDto): Promise<SourceDto> {
+    // the validation pipe has run SourceCreateDto's @BodyPrecheck; callers that bypass it get the same answers
+    refuseUncreatableType(input);
     if (input.type !== 'website' && input.type !== 'webpage') throw ApiError.field('type', 'must be website or webpage');
 
     const fields: FieldErrors = {};
-    if (input.name === undefined) fields.name = ['is required'];
-    Object.assign(fields, sourceConfigProblems(input.type, input.config));
-    if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
+    if (input.name === undefined) addFieldError(fields, 'name', 'is required');
+    mergeFieldErrors(fields, sourceConfigProblems(input.type, input.config));
+    if (hasFieldErrors(fields)) throw ApiError.validation(fields);
 
     const row = await this.connection.transaction(async () => {
       await this.enforceSourceCap(orgId);
@@ -83,14 +84,6 @@ export class SourcesService {
 
   private async enforceSourceCap(orgId: string): Promise<void> {
     const limits = await this.orgs.lockLimits(orgId);
-    const cap = limits?.sources ?? null;
-    if (cap === null) return;
-    const used = await this.repository.countCapped(orgId);
-    if (used >= cap) {
-      throw new ApiError(ErrorCode.ValidationFailed, `Plan limit reached: limits.sources allows ${cap} sources.`, {
-        fields: { 'limits.sources': [`plan allows at most ${cap} sources (the upload source does not count)`] },
-        limit: 'sources',
-      });
-    }
+    checkCountCap('sources', limits?.sources, await this.repository.countCapped(orgId), 'sources (the upload source does not count)');
   }
 }

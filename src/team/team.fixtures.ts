@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { IsBoolean, IsEmail, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
-import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
+import { fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { MEMBER_ROLES } from './team.dto';
 import { TeamRepository, type NewMemberRow } from './team.repository';
 import { IsDateTime } from '../common/validation';
@@ -19,15 +19,8 @@ export class MemberFixture {
 
 @Injectable()
 export class MembersFixtureSection extends RegisteredFixtureSection<NewMemberRow[]> {
-  readonly name = 'members';
-  readonly order = 10;
-  readonly demoFile = 'src/team/team.demo.json';
-
-  constructor(
-    registry: FixtureRegistry,
-    private readonly repository: TeamRepository,
-  ) {
-    super(registry);
+  constructor(private readonly repository: TeamRepository) {
+    super({ name: 'members', order: 10, demoFile: 'src/team/team.demo.json' });
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): NewMemberRow[] {
@@ -54,6 +47,6 @@ export class MembersFixtureSection extends RegisteredFixtureSection<NewMemberRow
   }
 
   async write(orgId: string, rows: NewMemberRow[], ctx: FixtureContext): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows), 'member', (i) => this.itemPath(ctx, i));
+    await this.writeRows(ctx, rows, 'member', (batch) => this.repository.upsertMany(orgId, batch));
   }
 }

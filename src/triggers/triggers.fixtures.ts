@@ -4,7 +4,7 @@ import { IsBoolean, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max
 import { newId } from '../../libs/ids/ids';
 import { cascadeStateOf } from '../agents/agents.fixtures';
 import { BOUNDS } from '../common/input-bounds';
-import { fixtureDate, FixtureError, FixtureRegistry, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
+import { fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CRON_SCHEDULED_EVENT, isCustomTrigger } from './triggers.dto';
 import { TriggersRepository, type NewTriggerRow } from './triggers.repository';
 import { IsIdOf } from '../common/input-bounds';
@@ -42,21 +42,13 @@ const iso = (value: string | null | undefined): string | null => (value ? new Da
 
 @Injectable()
 export class TriggersFixtureSection extends RegisteredFixtureSection<NewTriggerRow[]> {
-  readonly name = 'triggers';
-  readonly order = 60;
-  readonly demoFile = 'src/triggers/triggers.demo.json';
-
-  constructor(
-    registry: FixtureRegistry,
-    private readonly repository: TriggersRepository,
-  ) {
-    super(registry);
+  constructor(private readonly repository: TriggersRepository) {
+    super({ name: 'triggers', order: 60, demoFile: 'src/triggers/triggers.demo.json' });
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): NewTriggerRow[] {
     const connectors = ctx.declared.get('connectors');
-    return this.parseRows(TriggerFixture, value, path, ctx, (item, index): NewTriggerRow => {
-      const here = `${path}[${index}]`;
+    return this.parseRows(TriggerFixture, value, path, ctx, (item, here): NewTriggerRow => {
       const isCron = item.event === CRON_SCHEDULED_EVENT;
       if (item.schedule && !isCron) throw new FixtureError(`${here}.schedule`, `is set only for ${CRON_SCHEDULED_EVENT} triggers`);
       if (isCron && item.connector_id) throw new FixtureError(`${here}.connector_id`, `must be null for ${CRON_SCHEDULED_EVENT} triggers`);
@@ -96,6 +88,6 @@ export class TriggersFixtureSection extends RegisteredFixtureSection<NewTriggerR
   }
 
   async write(orgId: string, rows: NewTriggerRow[], ctx: FixtureContext): Promise<void> {
-    this.requireAllWritten(rows, await this.repository.upsertMany(orgId, rows), 'trigger', (i) => this.itemPath(ctx, i));
+    await this.writeRows(ctx, rows, 'trigger', (batch) => this.repository.upsertMany(orgId, batch));
   }
 }

@@ -81,7 +81,10 @@ export interface paths {
         /** Agents of the organization, newest first (soft-deleted agents are never listed) */
         get: operations["listAgents"];
         put?: never;
-        /** Create an agent */
+        /**
+         * Create an agent
+         * @description Plan cap `limits.agents` (live agents): over it, 422 `validation_failed` with `details.limit` = `"agents"`, `details.max` (the cap) and `details.fields["limits.agents"]`. Plan cap `limits.custom_tool_slots` (custom tools per agent; `details.fields.tools` is named too): over it, 422 `validation_failed` with `details.limit` = `"custom_tool_slots"`, `details.max` (the cap) and `details.fields["limits.custom_tool_slots"]`.
+         */
         post: operations["createAgent"];
         delete?: never;
         options?: never;
@@ -104,7 +107,10 @@ export interface paths {
         delete: operations["deleteAgent"];
         options?: never;
         head?: never;
-        /** Update an agent; `is_active` runs the activation guard and the trigger/chatbot cascades */
+        /**
+         * Update an agent; `is_active` runs the activation guard and the trigger/chatbot cascades
+         * @description Plan cap `limits.custom_tool_slots` (custom tools per agent, when `tools` is given; `details.fields.tools` is named too): over it, 422 `validation_failed` with `details.limit` = `"custom_tool_slots"`, `details.max` (the cap) and `details.fields["limits.custom_tool_slots"]`.
+         */
         patch: operations["updateAgent"];
         trace?: never;
     };
@@ -120,7 +126,7 @@ export interface paths {
         put?: never;
         /**
          * Create a custom tool
-         * @description `name` is generated from `label`. Credentials are encrypted at rest and never returned. Plan cap: `limits.custom_tool_slots`.
+         * @description `name` is generated from `label`. Credentials are encrypted at rest and never returned. Plan cap `limits.custom_tool_slots`: over it, 422 `validation_failed` with `details.limit` = `"custom_tool_slots"`, `details.max` (the cap) and `details.fields["limits.custom_tool_slots"]`.
          */
         post: operations["createCustomTool"];
         delete?: never;
@@ -166,7 +172,7 @@ export interface paths {
         put?: never;
         /**
          * Create a website or webpage source
-         * @description `type` = `upload` returns 409 (the singleton already exists); `type` = `connector` returns 422. New sources start in `sync_status` `fetching`. Plan cap: `limits.sources`.
+         * @description `type` = `upload` returns 409 (the singleton already exists); `type` = `connector` returns 422. New sources start in `sync_status` `fetching`. Plan cap `limits.sources` (the upload source does not count): over it, 422 `validation_failed` with `details.limit` = `"sources"`, `details.max` (the cap) and `details.fields["limits.sources"]`.
          */
         post: operations["createSource"];
         delete?: never;
@@ -571,8 +577,7 @@ export interface components {
              */
             deactivated_at?: string | null;
         };
-        AgentDeletedDto: {
-            /** @example agent_0123456789abcdef01234567 */
+        DeleteAcknowledgementDto: {
             id: string;
             /** @enum {boolean} */
             deleted: true;
@@ -635,7 +640,7 @@ export interface components {
             /** Format: date-time */
             updated_at?: string | null;
         };
-        CustomToolParamInput: {
+        CustomToolParamInputDto: {
             /** @description 1 to 64 letters, digits, `_`, `.` or `-` (the characters of a `{{placeholder}}`); unique within the tool */
             name: string;
             /**
@@ -654,7 +659,7 @@ export interface components {
             /** @description actual HTTP header name (an HTTP token), used when `in` = `header`; defaults to the parameter's `name`, which is returned and then follows the same rule. Refused as names (any case): `Authorization`, `Proxy-Authorization`, `Cookie` (credentials go through `auth`, encrypted and never returned); `Host`, `Content-Length`, `Transfer-Encoding`, `TE`, `Trailer`, `Expect` (framing, set by the HTTP client); `Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade` (hop-by-hop); `Forwarded`, `X-Forwarded-*`, `X-Real-IP` (a proxy's statement about the client). */
             headerName?: string;
         };
-        CustomToolCredentialsInput: {
+        CustomToolCredentialsInputDto: {
             /** @description used when `type` = `bearer`; dropped (never stored) otherwise. No control characters (CR, LF, NUL and the others except tab): they would end or split the header. */
             token?: string;
             /** @description used when `type` = `api_key`; dropped (never stored) otherwise. No control characters (CR, LF, NUL and the others except tab): they would end or split the header. */
@@ -666,18 +671,18 @@ export interface components {
             /** @description used when `type` = `basic`; dropped (never stored) otherwise. No control characters (CR, LF, NUL and the others except tab): they would end or split the header. */
             password?: string;
         };
-        CustomToolAuthInput: {
+        CustomToolAuthInputDto: {
             /** @enum {string} */
             type: "none" | "bearer" | "api_key" | "basic";
             /** @description raw secrets, encrypted at rest and never returned. Optional: without it a tool keeps its stored secrets when `type` is unchanged and drops them when `type` changes. A fresh object replaces the stored one: fields it lacks are absent afterwards, and fields the `type` does not use are dropped (never stored or returned). */
-            credentials?: components["schemas"]["CustomToolCredentialsInput"];
+            credentials?: components["schemas"]["CustomToolCredentialsInputDto"];
         };
-        CustomToolGroupInput: {
+        CustomToolGroupInputDto: {
             name: string;
             icon?: string | null;
             color?: string | null;
         };
-        CreateCustomToolDto: {
+        CustomToolCreateDto: {
             /**
              * @description Default: `read`.
              * @enum {string}
@@ -690,11 +695,11 @@ export interface components {
             /** @description JSON string template for POST, PUT, PATCH bodies; supports `{{param}}` (blanks inside the braces allowed; undeclared ones kept as written). A placeholder inside a JSON string is replaced by the value as text, a bare one by the value as JSON; the template must be valid JSON once placeholders are substituted. */
             body_template?: string | null;
             /** @description at most 50; names unique within the tool. Placeholders need no declared parameter. */
-            parameters?: components["schemas"]["CustomToolParamInput"][];
+            parameters?: components["schemas"]["CustomToolParamInputDto"][];
             /** @description dot path into the response, e.g. `data.items` */
             response_mapping?: string | null;
-            auth?: components["schemas"]["CustomToolAuthInput"];
-            group?: components["schemas"]["CustomToolGroupInput"] | null;
+            auth?: components["schemas"]["CustomToolAuthInputDto"];
+            group?: components["schemas"]["CustomToolGroupInputDto"] | null;
             /** @description human-readable name that should include connector and resource */
             label: string;
             /** @description addressed to the language model; decides when the tool is called */
@@ -704,7 +709,7 @@ export interface components {
             /** @description absolute http(s) URL. `{{param}}` placeholders (blanks inside the braces allowed; undeclared ones kept as written) may stand in the path, query and fragment, and for host labels left of the registrable domain, which is written out (`https://{{subdomain}}.zendesk.com/...`); never for the scheme, the port, the whole host or part of an IP address. No user info (`user:pw@`), whitespace, control characters or backslashes. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6), a multicast address, an IPv6 address outside global unicast `2000::/3` (site-local `fec0::/10` included), nor a name internal by convention: single-label names, `metadata.goog` and names ending in `.localhost`, `.local`, `.internal`, `.svc`, `.arpa`, `.localdomain`, `.lan`, `.home`, `.corp`, `.test`, `.invalid`, `.onion`, `.alt`. */
             url: string;
         };
-        UpdateCustomToolDto: {
+        CustomToolUpdateDto: {
             /** @enum {string} */
             type?: "read" | "write";
             /** @description at most 50 headers; names are HTTP header names of at most 128 characters, values strings of at most 4096 without control characters (CR, LF, NUL and the others except tab: they would end or split the header). Plain headers are stored unencrypted and returned in responses. Refused as names (any case): `Authorization`, `Proxy-Authorization`, `Cookie` (credentials go through `auth`, encrypted and never returned); `Host`, `Content-Length`, `Transfer-Encoding`, `TE`, `Trailer`, `Expect` (framing, set by the HTTP client); `Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade` (hop-by-hop); `Forwarded`, `X-Forwarded-*`, `X-Real-IP` (a proxy's statement about the client). */
@@ -714,11 +719,11 @@ export interface components {
             /** @description JSON string template for POST, PUT, PATCH bodies; supports `{{param}}` (blanks inside the braces allowed; undeclared ones kept as written). A placeholder inside a JSON string is replaced by the value as text, a bare one by the value as JSON; the template must be valid JSON once placeholders are substituted. */
             body_template?: string | null;
             /** @description at most 50; names unique within the tool. Placeholders need no declared parameter. */
-            parameters?: components["schemas"]["CustomToolParamInput"][];
+            parameters?: components["schemas"]["CustomToolParamInputDto"][];
             /** @description dot path into the response, e.g. `data.items` */
             response_mapping?: string | null;
-            auth?: components["schemas"]["CustomToolAuthInput"];
-            group?: components["schemas"]["CustomToolGroupInput"] | null;
+            auth?: components["schemas"]["CustomToolAuthInputDto"];
+            group?: components["schemas"]["CustomToolGroupInputDto"] | null;
             label?: string;
             description?: string;
             /** @enum {string} */
@@ -726,11 +731,6 @@ export interface components {
             /** @description absolute http(s) URL. `{{param}}` placeholders (blanks inside the braces allowed; undeclared ones kept as written) may stand in the path, query and fragment, and for host labels left of the registrable domain, which is written out (`https://{{subdomain}}.zendesk.com/...`); never for the scheme, the port, the whole host or part of an IP address. No user info (`user:pw@`), whitespace, control characters or backslashes. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6), a multicast address, an IPv6 address outside global unicast `2000::/3` (site-local `fec0::/10` included), nor a name internal by convention: single-label names, `metadata.goog` and names ending in `.localhost`, `.local`, `.internal`, `.svc`, `.arpa`, `.localdomain`, `.lan`, `.home`, `.corp`, `.test`, `.invalid`, `.onion`, `.alt`. */
             url?: string;
             is_active?: boolean;
-        };
-        DeleteAcknowledgementDto: {
-            id: string;
-            /** @enum {boolean} */
-            deleted: true;
         };
         SourceDto: {
             id: string;
@@ -750,7 +750,7 @@ export interface components {
             /** Format: date-time */
             updated_at?: string | null;
         };
-        CreateSourceDto: {
+        SourceCreateDto: {
             /**
              * @description `upload` → 409 (the singleton exists); `connector` → 422
              * @enum {string}
@@ -2311,7 +2311,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: components["schemas"]["AgentDeletedDto"];
+                        data: components["schemas"]["DeleteAcknowledgementDto"];
                         meta: components["schemas"]["ResponseMeta"];
                     };
                 };
@@ -3000,7 +3000,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateCustomToolDto"];
+                "application/json": components["schemas"]["CustomToolCreateDto"];
             };
         };
         responses: {
@@ -3699,7 +3699,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["UpdateCustomToolDto"];
+                "application/json": components["schemas"]["CustomToolUpdateDto"];
             };
         };
         responses: {
@@ -4172,7 +4172,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateSourceDto"];
+                "application/json": components["schemas"]["SourceCreateDto"];
             };
         };
         responses: {

@@ -1,0 +1,26 @@
+import { ApiError } from '../common/api-error';
+import { checkCountCap, planLimitReached } from './plan-limits.rules';
+
+describe('the one plan-cap answer', () => {
+  it('is 422 validation_failed with details { limit, max, fields["limits.<cap>"] }', () => {
+    const error = planLimitReached('sources', 5, 'the organization has 5 sources');
+    expect(error.status).toBe(422);
+    expect(error.code).toBe('validation_failed');
+    expect(error.message).toBe('Plan limit reached: limits.sources allows 5; the organization has 5 sources.');
+    expect(error.details).toEqual({ limit: 'sources', max: 5, fields: { 'limits.sources': ['the organization has 5 sources'] } });
+  });
+
+  it('a count cap refuses the row past it; null and undefined are unlimited', () => {
+    expect(() => checkCountCap('agents', 2, 1, 'live agents')).not.toThrow();
+    let error: unknown;
+    try {
+      checkCountCap('agents', 2, 2, 'live agents');
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ApiError);
+    expect((error as ApiError).details).toEqual({ limit: 'agents', max: 2, fields: { 'limits.agents': ['the organization has 2 live agents'] } });
+    expect(() => checkCountCap('agents', null, 1_000, 'live agents')).not.toThrow();
+    expect(() => checkCountCap('agents', undefined, 1_000, 'live agents')).not.toThrow();
+  });
+});

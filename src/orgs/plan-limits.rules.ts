@@ -1,0 +1,31 @@
+import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
+import { addFieldError, mergeFieldErrors } from '../common/field-errors';
+import type { OrgLimits } from '../database/schema';
+
+type PlanCap = keyof OrgLimits;
+
+/** The plan-cap answer in words, for the OpenAPI description of every operation that checks a cap. */
+export function planCapDescription(cap: PlanCap, note?: string): string {
+  return `Plan cap \`limits.${cap}\`${note ? ` (${note})` : ''}: over it, 422 \`validation_failed\` with \`details.limit\` = \`"${cap}"\`, \`details.max\` (the cap) and \`details.fields["limits.${cap}"]\`.`;
+}
+
+/**
+ * The one answer to a request that would go past a plan cap, on every
+ * endpoint that checks one: 422 `validation_failed` with
+ * `details.limit` (the cap's name, what a client branches on),
+ * `details.max` (the cap's value) and `details.fields["limits.<cap>"]`;
+ * `atFault` adds the request fields the client would have to change
+ * (a PATCH's `tools`). docs/decisions.md ("Plan caps").
+ */
+export function planLimitReached(cap: PlanCap, max: number, problem: string, atFault: FieldErrors = {}): ApiError {
+  const fields: FieldErrors = {};
+  addFieldError(fields, `limits.${cap}`, problem);
+  mergeFieldErrors(fields, atFault);
+  return new ApiError(ErrorCode.ValidationFailed, `Plan limit reached: limits.${cap} allows ${max}; ${problem}.`, { limit: cap, max, fields });
+}
+
+/** A cap on how many rows an organization has: `used` exist and one more is asked for; null is unlimited. */
+export function checkCountCap(cap: PlanCap, max: number | null | undefined, used: number, counted: string): void {
+  if (max === null || max === undefined || used < max) return;
+  throw planLimitReached(cap, max, `the organization has ${used} ${counted}`);
+}
