@@ -204,7 +204,7 @@ export class AgentsService {
   ) {}
 
   async listAgents(orgId: string, query: PaginationQuery): Promise<Page<AgentDto>> {
-    const request = this.paginator.request('agents', query);
+    const request = this.paginator.pageRequest(query, { cursorNamespace: 'agents' });
     const rows = await this.repository.listLive(orgId, request);
     return this.paginator.page(rows, request).map(mapAgent);
   }

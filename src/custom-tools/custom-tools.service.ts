@@ -33,7 +33,7 @@ export class CustomToolsService {
   ) {}
 
   async listCustomTools(orgId: string, query: PaginationQuery): Promise<Page<CustomToolDto>> {
-    const request = this.paginator.request('custom_tools', query);
+    const request = this.paginator.pageRequest(query, { cursorNamespace: 'custom_tools' });
     const rows = await this.repository.listPage(orgId, request);
     return this.paginator.page(rows, request).map(mapCustomTool);
   }
