@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { newId, parseId } from '../../libs/ids/ids';
 import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
-import { uniqueViolationConstraint } from '../common/database-errors';
+import { uniqueViolationConstraint } from '../database/database-errors';
 import type { Page } from '../common/envelope';
 import { LOGGER, type AppLogger } from '../common/logger';
 import { Paginator, type PaginationQuery } from '../common/pagination';

@@ -11,7 +11,7 @@ import { mapApiKey } from '../auth/api-keys.mapper';
 import { ApiKeysService, validateScopes } from '../auth/api-keys.service';
 import { SCOPES } from '../auth/scopes';
 import { ApiError } from '../common/api-error';
-import { uniqueViolationConstraint } from '../common/database-errors';
+import { uniqueViolationConstraint } from '../database/database-errors';
 import { createLogger, PinoNestLogger, type AppLogger } from '../common/logger';
 import { ConfigError, loadConfig, type AppConfig } from '../config/config';
 import { DatabaseConnection } from '../database/connection';

@@ -1,6 +1,6 @@
 import { HttpException } from '@nestjs/common';
 import { ApiError, ErrorCode } from './api-error';
-import { databaseErrorState, translateDatabaseError } from './database-errors';
+import { databaseErrorState, translateDatabaseError } from '../database/database-errors';
 import { loggableError, type AppLogger } from './logger';
 
 /**

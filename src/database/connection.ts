@@ -12,7 +12,7 @@ import { applyMigrations } from './migration-runner';
 import { drizzlePgliteClient } from './pglite-client';
 import { PgliteDirectoryLock } from './pglite-lock';
 import { PostgresConnections } from './pg-connections';
-import { QueryErrorReporter } from './query-errors';
+import { QueryErrorReporter } from './query-error-reporter';
 import { currentScope, openTransaction, runInScope, type OpenTransaction } from './request-scope';
 import { poolerSafe, withMigrationLock } from './pooler';
 import * as schema from './schema';

@@ -1,5 +1,5 @@
 import { types, type PGlite, type QueryOptions, type Transaction } from '@electric-sql/pglite';
-import { QueryErrorReporter, reportingQuery } from './query-errors';
+import { QueryErrorReporter, reportingQuery } from './query-error-reporter';
 import { openTransaction } from './request-scope';
 
 /**
