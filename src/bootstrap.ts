@@ -53,7 +53,7 @@ export function configureApp(app: INestApplication, logger: AppLogger): RequestT
   return layer.tracker;
 }
 
-export interface ServedRoute {
+interface ServedRoute {
   method: string;
   /** as registered, with `:name` parameters */
   path: string;

@@ -5,9 +5,9 @@ import { apiKeys, orgs } from '../database/schema';
 import { prepareNamed } from '../database/prepared-statements';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
-export type NewApiKeyRow = typeof apiKeys.$inferInsert;
+type NewApiKeyRow = typeof apiKeys.$inferInsert;
 
-export interface ApiKeyWithOrg {
+interface ApiKeyWithOrg {
   id: string;
   orgId: string;
   tokenHash: string;

@@ -14,7 +14,7 @@ function frameworkStatus(exception: unknown): number | null {
   return exception instanceof Error && typeof status === 'number' && status >= 400 && status < 600 ? status : null;
 }
 
-export interface ErrorResponseBody {
+interface ErrorResponseBody {
   error: { code: string; message: string; request_id: string; details?: Record<string, unknown> };
 }
 

@@ -8,7 +8,7 @@ import { ApiError } from './api-error';
 import { Page } from './envelope';
 
 export const DEFAULT_PAGE_SIZE = 25;
-export const MAX_PAGE_SIZE = 100;
+const MAX_PAGE_SIZE = 100;
 
 /** Strict integer parsing: `1.5`, `abc`, `1e2`, repeated params and blanks are not integers. */
 export function toStrictInt({ value }: { value: unknown }): unknown {
@@ -49,7 +49,7 @@ export interface PageRequest {
  * has a namespace of its own: the resource's plural (`agents`), or with the
  * parent's id for a list inside one resource (`messages:<conversation id>`).
  */
-export interface CursorScope {
+interface CursorScope {
   cursorNamespace: string;
   /** every filter of the list: a cursor is valid only with the filters it was issued for */
   filters?: Record<string, unknown>;

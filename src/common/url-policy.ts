@@ -21,7 +21,7 @@
 import { BOUNDS } from './input-bounds';
 import { getPublicSuffix } from 'tldts';
 
-export const MAX_URL_LENGTH = BOUNDS.url;
+const MAX_URL_LENGTH = BOUNDS.url;
 
 /**
  * `{{ name }}`: a placeholder, the same in a custom tool's `url` and
@@ -288,7 +288,7 @@ export function publicSuffixLength(labels: string[]): number {
 
 // ---------- the policy ----------
 
-export interface UrlPolicyOptions {
+interface UrlPolicyOptions {
   /** the URL may carry `{{param}}` placeholders (custom tools): in path, query, fragment, and in host labels left of the registrable domain */
   allowPlaceholders?: boolean;
 }

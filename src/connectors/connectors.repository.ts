@@ -9,7 +9,7 @@ import type { ConnectorRow } from './connectors.mapper';
 
 export type NewConnectorRow = typeof connectors.$inferInsert;
 const { tools: _tools, orgId: _orgId, ...summaryColumns } = getTableColumns(connectors);
-export type ConnectorSummaryRow = Omit<ConnectorRow, 'tools' | 'orgId'>;
+type ConnectorSummaryRow = Omit<ConnectorRow, 'tools' | 'orgId'>;
 
 @Injectable()
 export class ConnectorsRepository {

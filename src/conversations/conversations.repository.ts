@@ -9,9 +9,9 @@ import { conversations, messages } from '../database/schema';
 import type { ConversationFilters } from './conversations.filters';
 import { prepareNamed } from '../database/prepared-statements';
 
-export type ConversationRow = typeof conversations.$inferSelect;
+type ConversationRow = typeof conversations.$inferSelect;
 export type NewConversationRow = typeof conversations.$inferInsert;
-export type MessageRow = typeof messages.$inferSelect;
+type MessageRow = typeof messages.$inferSelect;
 export type NewMessageRow = typeof messages.$inferInsert;
 
 /** Everything but the trigger payload (large, personal data) and the ticket id index column. */
@@ -25,7 +25,7 @@ export type MessageViewRow = Omit<MessageRow, 'orgId' | 'conversationId'>;
 const ID_TIME = sql.raw(`to_timestamp(('x' || substr("conversations"."id", 6, 8))::bit(32)::bigint)`);
 
 /** `%`, `_` and `\` are ILIKE wildcards / the escape character: make them literal. */
-export function likeContains(text: string): string {
+function likeContains(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 

@@ -29,13 +29,13 @@ export function migrationsFolder(): string {
   return join(packageRoot(), 'src', 'database', 'migrations');
 }
 
-export interface ConnectionLogger {
+interface ConnectionLogger {
   error(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
 }
 
 /** What the PostgreSQL pool holds right now (metrics read it at each scrape). */
-export interface PoolStats {
+interface PoolStats {
   total: number;
   idle: number;
   waiting: number;

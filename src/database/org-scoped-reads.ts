@@ -17,7 +17,7 @@ type Columns = Record<string, PgColumn>;
 /** The row a read returns: the chosen columns, or the whole table. */
 type RowOf<TColumns extends Columns> = InferModelFromColumns<TColumns>;
 
-export interface OrgScopedReadOptions<TColumns extends Columns> {
+interface OrgScopedReadOptions<TColumns extends Columns> {
   /**
    * The start of the prepared statements' names (`<prefix>_by_id`,
    * `<prefix>_first_page`, `<prefix>_next_page`). Statement names belong to
@@ -33,17 +33,17 @@ export interface OrgScopedReadOptions<TColumns extends Columns> {
   where?: SQL;
 }
 
-export interface OrgScopedById<Row> {
+interface OrgScopedById<Row> {
   /** The row with this id in this organization, or null (another organization's id is not found). */
   findById(orgId: string, id: string): Promise<Row | null>;
 }
 
-export interface OrgScopedPages<Row> {
+interface OrgScopedPages<Row> {
   /** Newest first, keyset on id (ids start with their creation time); fetches `page.fetch` rows. */
   listPage(orgId: string, page: PageRequest): Promise<Row[]>;
 }
 
-export type OrgScopedReads<Row> = OrgScopedById<Row> & OrgScopedPages<Row>;
+type OrgScopedReads<Row> = OrgScopedById<Row> & OrgScopedPages<Row>;
 
 function select(db: Database, table: OrgScopedTable, columns: Columns | undefined) {
   return (columns ? db.select(columns) : db.select()).from(table);

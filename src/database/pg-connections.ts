@@ -10,7 +10,7 @@ import * as schema from './schema';
  * What a query may take beyond the server's statement_timeout before the
  * client gives up on the connection (a frozen server never answers).
  */
-export const QUERY_TIMEOUT_MARGIN_MS = 500;
+const QUERY_TIMEOUT_MARGIN_MS = 500;
 
 /** Longest wait for a connection outside a request (jobs, the CLI); a request waits until its deadline at most. */
 const MAX_CONNECT_WAIT_MS = 5_000;
@@ -154,7 +154,7 @@ class Lease {
   }
 }
 
-export interface ConnectionEvents {
+interface ConnectionEvents {
   /** a checked-out or idle connection failed (node-postgres' client 'error' event) */
   connectionError(error: Error): void;
   /** the pool's 'error' event: an idle connection failed */

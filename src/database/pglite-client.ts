@@ -6,7 +6,7 @@ import { openTransaction } from './request-scope';
  * The types drizzle-orm's PGlite driver asks to receive as text (it maps
  * them itself): timestamps, dates, intervals and their arrays, and numeric[].
  */
-export const DRIZZLE_TEXT_TYPES: ReadonlySet<number> = new Set([
+const DRIZZLE_TEXT_TYPES: ReadonlySet<number> = new Set([
   types.TIMESTAMP,
   types.TIMESTAMPTZ,
   types.INTERVAL,

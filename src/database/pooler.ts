@@ -19,7 +19,7 @@ export function poolerSafe(config: Pick<AppConfig, 'databasePooler'>): boolean {
 }
 
 /** Arbitrary constant shared by every instance: serializes migrations across processes. */
-export const MIGRATION_LOCK_KEY = 7_214_091_337;
+const MIGRATION_LOCK_KEY = 7_214_091_337;
 
 /**
  * Runs `fn` (the migrations) while this process holds the migration lock, so

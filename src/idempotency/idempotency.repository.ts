@@ -10,7 +10,7 @@ export interface IdempotencyRecord {
   body: unknown;
 }
 
-export interface NewIdempotencyRecord extends IdempotencyRecord {
+interface NewIdempotencyRecord extends IdempotencyRecord {
   key: string;
   createdAt: Date;
   expiresAt: Date;

@@ -2,10 +2,10 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { sqlstateClass } from '../database/database-errors';
 
 export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired';
-export type IdempotencyOutcome = 'executed' | 'replayed' | 'conflict';
-export type RateLimitDecision = 'allowed' | 'limited';
+type IdempotencyOutcome = 'executed' | 'replayed' | 'conflict';
+type RateLimitDecision = 'allowed' | 'limited';
 /** One run of a scheduled job, as the job runner reports it (src/common/scheduled-jobs.ts). */
-export interface JobRun {
+interface JobRun {
   job: string;
   outcome: 'ok' | 'failed' | 'still-running';
   duration_ms: number;
@@ -14,14 +14,14 @@ export interface JobRun {
   longest_batch_ms?: number;
 }
 
-export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'expired'];
-export const IDEMPOTENCY_OUTCOMES: readonly IdempotencyOutcome[] = ['executed', 'replayed', 'conflict'];
-export const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = ['allowed', 'limited'];
+const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'expired'];
+const IDEMPOTENCY_OUTCOMES: readonly IdempotencyOutcome[] = ['executed', 'replayed', 'conflict'];
+const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = ['allowed', 'limited'];
 
 /** The route label of a request no route matched (404s, paths outside the API prefix). */
 export const UNMATCHED_ROUTE = 'unmatched';
 
-export interface PoolStats {
+interface PoolStats {
   /** connections open, busy or idle */
   total: number;
   idle: number;

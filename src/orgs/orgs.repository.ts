@@ -6,7 +6,7 @@ import { orgs, sources, type OrgLimits } from '../database/schema';
 import type { OrgRow } from './orgs.mapper';
 import { prepareNamed } from '../database/prepared-statements';
 
-export type NewOrgRow = typeof orgs.$inferInsert;
+type NewOrgRow = typeof orgs.$inferInsert;
 
 @Injectable()
 export class OrgsRepository {

@@ -13,7 +13,7 @@ export interface TestRedis {
 }
 
 /** The redis-server binary on PATH, or null. */
-export function findRedisServer(): string | null {
+function findRedisServer(): string | null {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
     const candidate = join(dir, 'redis-server');
     if (dir && existsSync(candidate)) return candidate;
@@ -52,7 +52,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** A throwaway redis-server on a free port, without persistence; resolves once it answers PING. */
-export async function startRedis(binary: string): Promise<TestRedis> {
+async function startRedis(binary: string): Promise<TestRedis> {
   const port = await freePort();
   const child: ChildProcess = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     stdio: 'ignore',
