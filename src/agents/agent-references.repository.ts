@@ -3,18 +3,18 @@ import { and, eq, inArray } from 'drizzle-orm';
 import { DATABASE, type Database } from '../database/database.types';
 import { agents, connectors, documents, sources } from '../database/schema';
 
-export interface ConnectorRef {
+interface ConnectorRef {
   id: string;
   name: string;
   status: string;
 }
 
-export interface AgentRef {
+interface AgentRef {
   id: string;
   deletedAt: Date | null;
 }
 
-export interface DocumentRef {
+interface DocumentRef {
   id: string;
   sourceId: string;
 }

@@ -4,7 +4,7 @@ import { ORG_STATUSES } from './orgs.dto';
 import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
-export class CreditsFixture {
+class CreditsFixture {
   @IsInt() @Min(0) total!: number;
   @IsInt() @Min(0) used!: number;
   @IsInt() @Min(0) remaining!: number;
@@ -12,7 +12,7 @@ export class CreditsFixture {
   @IsOptional() @IsDateTime() reset_at?: string | null;
 }
 
-export class LimitsFixture {
+class LimitsFixture {
   @IsOptional() @IsInt() @Min(0) agents?: number | null;
   @IsOptional() @IsInt() @Min(0) connectors?: number | null;
   @IsOptional() @IsInt() @Min(0) sources?: number | null;
@@ -21,7 +21,7 @@ export class LimitsFixture {
   @IsOptional() @IsInt() @Min(0) custom_tool_slots?: number | null;
 }
 
-export class TrialFixture {
+class TrialFixture {
   @IsOptional() @IsDateTime() start_date?: string | null;
   @IsOptional() @IsDateTime() end_date?: string | null;
 }
