@@ -21,7 +21,7 @@ import {
 } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR, APP_PIPE, NestFactory } from '@nestjs/core';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { map, type Observable } from 'rxjs';
+import { defer, from, map, mergeMap, type Observable } from 'rxjs';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply } from 'fastify';
 import { randomBytes } from 'node:crypto';
@@ -35,9 +35,11 @@ import { BenchSql, type Row } from './baseline-sql';
  *
  * With BENCH_C_PIPELINE=1 it gets the skeleton of the service's pipeline,
  * each part doing nothing: every request in an AsyncLocalStorage scope (the
- * service's database deadline), one async global guard, one global pipe, two
- * global interceptors (idempotency's place and the envelope's). What the
- * design's pipeline costs before it does any work.
+ * service's database deadline), three global guards (authentication, which
+ * may await a key lookup, then rate limit and authorization), one global pipe,
+ * three global interceptors (the tenant bound's place, which awaits its slot,
+ * idempotency's and the envelope's). What the design's pipeline costs before
+ * it does any work.
  */
 let sql: BenchSql;
 
@@ -110,8 +112,15 @@ class ConversationsController {
 }
 
 @Injectable()
-class NothingGuard implements CanActivate {
+class NothingAsyncGuard implements CanActivate {
   async canActivate(): Promise<boolean> {
+    return true;
+  }
+}
+
+@Injectable()
+class NothingGuard implements CanActivate {
+  canActivate(): boolean {
     return true;
   }
 }
@@ -131,6 +140,13 @@ class PassInterceptor implements NestInterceptor {
 }
 
 @Injectable()
+class AwaitInterceptor implements NestInterceptor {
+  intercept(_context: unknown, next: CallHandler): Observable<unknown> {
+    return defer(() => from(Promise.resolve())).pipe(mergeMap(() => next.handle()));
+  }
+}
+
+@Injectable()
 class MapInterceptor implements NestInterceptor {
   intercept(_context: unknown, next: CallHandler): Observable<unknown> {
     return next.handle().pipe(map((body: unknown) => body));
@@ -140,8 +156,11 @@ class MapInterceptor implements NestInterceptor {
 const PIPELINE = process.env.BENCH_C_PIPELINE === '1';
 const scope = new AsyncLocalStorage<{ at: number }>();
 const pipeline: Provider[] = [
+  { provide: APP_GUARD, useClass: NothingAsyncGuard },
+  { provide: APP_GUARD, useClass: NothingGuard },
   { provide: APP_GUARD, useClass: NothingGuard },
   { provide: APP_PIPE, useClass: NothingPipe },
+  { provide: APP_INTERCEPTOR, useClass: AwaitInterceptor },
   { provide: APP_INTERCEPTOR, useClass: PassInterceptor },
   { provide: APP_INTERCEPTOR, useClass: MapInterceptor },
 ];

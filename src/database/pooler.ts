@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import type { AppConfig } from '../config/config';
 
@@ -21,6 +22,9 @@ export function poolerSafe(config: Pick<AppConfig, 'databasePooler'>): boolean {
 /** Arbitrary constant shared by every instance: serializes migrations across processes. */
 const MIGRATION_LOCK_KEY = 7_214_091_337;
 
+/** How often an instance waiting for another's migrations asks for the lock again. */
+const MIGRATION_LOCK_POLL_MS = 100;
+
 /**
  * Runs `fn` (the migrations) while this process holds the migration lock, so
  * that instances starting together migrate one at a time and the later ones
@@ -29,8 +33,18 @@ const MIGRATION_LOCK_KEY = 7_214_091_337;
  * transaction mode keeps one server connection for it until it ends, and a
  * crashed process's lock ends with its connection. A session-scoped lock
  * taken through such a pooler stays on whichever server connection ran it,
- * and its unlock may run on another. The wait is not bounded by the statement
- * timeout: another instance's migrations may take longer than one statement.
+ * and its unlock may run on another.
+ *
+ * The lock is polled with `pg_try_advisory_xact_lock`, never waited for in a
+ * statement, and every statement of the holder goes by the simple protocol: an
+ * online migration's `CREATE INDEX CONCURRENTLY` waits for every transaction in
+ * the database that holds a snapshot, and a statement blocked on the lock holds
+ * one, as does an extended-protocol statement's portal until its transaction
+ * ends. Either way the migrating instance would wait for the waiting ones (or
+ * for its own holder) forever — no deadlock PostgreSQL can see, since one side
+ * of the cycle is this process. Polling also keeps every statement short, so a
+ * `statement_timeout` set on the role or database (the rule behind a pooler)
+ * cannot cut the wait for another instance's migrations, which may take minutes.
  */
 export async function withMigrationLock<T>(connectionString: string, fn: () => Promise<T>): Promise<T> {
   const holder = new Client({ connectionString, application_name: 'migration lock' });
@@ -39,7 +53,11 @@ export async function withMigrationLock<T>(connectionString: string, fn: () => P
   await holder.connect();
   try {
     await holder.query('begin');
-    await holder.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    // the key inline, so the statement goes by the simple protocol: an extended-protocol statement
+    // leaves its portal, and with it a snapshot, open until the transaction ends
+    while (!(await holder.query<{ locked: boolean }>(`select pg_try_advisory_xact_lock(${MIGRATION_LOCK_KEY}) as locked`)).rows[0].locked) {
+      await sleep(MIGRATION_LOCK_POLL_MS);
+    }
     const result = await fn();
     await holder.query('commit');
     return result;

@@ -1,4 +1,9 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from 'pg';
+import { packageRoot } from '../../src/common/package-root';
+import { loadConfig } from '../../src/config/config';
+import { DatabaseConnection } from '../../src/database/connection';
 import { applyMigrations, type MigrationSession } from '../../src/database/migration-runner';
 import { migrationFolder } from '../support/migration-folder';
 
@@ -49,4 +54,34 @@ describe('online migrations on PostgreSQL', () => {
     expect((await client.query(`select count(*)::int as n from pg_indexes where indexname = 't_a_idx'`)).rows).toEqual([{ n: 1 }]);
     await expect(client.query(`insert into t values (3, 1)`)).rejects.toThrow(/duplicate key/);
   });
+
+  it('instances starting together on an empty database migrate one at a time, and the online migration does not wait for the others forever', async () => {
+    // an instance waiting for the migration lock inside a statement would hold a snapshot, and the
+    // migrating instance's CREATE INDEX CONCURRENTLY waits for every older snapshot: both hung
+    const fresh = `${database}_fresh`;
+    await admin.query(`drop database if exists ${fresh}`);
+    await admin.query(`create database ${fresh}`);
+    const url = new URL(process.env.DATABASE_URL!);
+    url.pathname = `/${fresh}`;
+    const quiet = { error: () => undefined, warn: () => undefined };
+    const config = loadConfig({ ...process.env, DATABASE_URL: url.toString() });
+    const instances = await Promise.all([1, 2, 3].map(() => DatabaseConnection.open(config, quiet)));
+    try {
+      await Promise.all(instances.map((instance) => instance.migrate()));
+      const check = new Client({ connectionString: url.toString() });
+      await check.connect();
+      try {
+        // every migration applied once, every index built valid
+        const applied = await check.query(`select count(*)::int as n from drizzle.__drizzle_migrations`);
+        const journal = JSON.parse(readFileSync(join(packageRoot(), 'src/database/migrations/meta/_journal.json'), 'utf8')) as { entries: unknown[] };
+        expect(applied.rows).toEqual([{ n: journal.entries.length }]);
+        expect((await check.query(`select count(*)::int as n from pg_index where not indisvalid`)).rows).toEqual([{ n: 0 }]);
+      } finally {
+        await check.end();
+      }
+    } finally {
+      await Promise.all(instances.map((instance) => instance.close()));
+      await admin.query(`drop database if exists ${fresh}`);
+    }
+  }, 60_000);
 });
