@@ -67,7 +67,8 @@ async function startRedis(binary: string): Promise<TestRedis> {
   };
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   client.on('error', () => undefined);
-  const deadline = Date.now() + 10_000;
+  // a bound on the wait for a fresh child process, not a speed check: generous for a loaded machine
+  const deadline = Date.now() + 30_000;
   for (;;) {
     try {
       await client.connect();
