@@ -10,9 +10,9 @@ export const CASCADE_REASON = {
 } as const;
 
 /** Webhook registration state of a trigger (`webhook_status`); null means the trigger has no external webhook. */
-const WEBHOOK_STATUS = { active: 'active', paused: 'paused', tornDown: 'torn_down' } as const;
+export const WEBHOOK_STATUS = { active: 'active', paused: 'paused', tornDown: 'torn_down' } as const;
 
-interface CascadeResult {
+export interface CascadeResult {
   triggers: string[];
   chatbots: string[];
 }

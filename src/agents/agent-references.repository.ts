@@ -3,18 +3,18 @@ import { and, eq, inArray } from 'drizzle-orm';
 import { DATABASE, type Database } from '../database/database.types';
 import { agents, connectors, documents, sources } from '../database/schema';
 
-interface ConnectorRef {
+export interface ConnectorRef {
   id: string;
   name: string;
   status: string;
 }
 
-interface AgentRef {
+export interface AgentRef {
   id: string;
   deletedAt: Date | null;
 }
 
-interface DocumentRef {
+export interface DocumentRef {
   id: string;
   sourceId: string;
 }

@@ -4,9 +4,9 @@ import { DATABASE, type Database } from '../database/database.types';
 import { agents, chatbots, triggers } from '../database/schema';
 
 /** Arbitrary constant shared by every instance: one purger at a time, the others skip. */
-const TRASH_PURGE_LOCK_KEY = 7_214_091_340;
+export const TRASH_PURGE_LOCK_KEY = 7_214_091_340;
 
-interface ExpiredAgent {
+export interface ExpiredAgent {
   id: string;
   orgId: string;
 }

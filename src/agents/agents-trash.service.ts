@@ -5,8 +5,8 @@ import { DatabaseConnection } from '../database/connection';
 import { AgentsTrashRepository } from './agents-trash.repository';
 
 /** How long a deleted agent stays in the trash before it is hard deleted. */
-const TRASH_WINDOW_DAYS = 30;
-const TRASH_PURGE_BATCH_SIZE = 500;
+export const TRASH_WINDOW_DAYS = 30;
+export const TRASH_PURGE_BATCH_SIZE = 500;
 
 /**
  * The one definition of "past the trash window": an agent soft-deleted before
@@ -17,7 +17,7 @@ export function trashWindowStart(now: Date = new Date()): Date {
   return new Date(now.getTime() - TRASH_WINDOW_DAYS * 24 * 60 * 60 * 1000);
 }
 
-interface TrashPurgeResult {
+export interface TrashPurgeResult {
   /** the cut-off: agents soft-deleted before this instant were purged */
   deleted_before: string;
   agents: number;

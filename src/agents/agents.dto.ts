@@ -29,9 +29,9 @@ export const CUSTOM_TOOL_PREFIX = 'custom_';
 
 export const MAX_HANDLE_LENGTH = BOUNDS.handle;
 export const MAX_NAME_LENGTH = BOUNDS.name;
-const MAX_TEXT_LENGTH = BOUNDS.instructions;
-const MAX_REFS = BOUNDS.agentRefs;
-const MAX_TOOLS = BOUNDS.agentTools;
+export const MAX_TEXT_LENGTH = BOUNDS.instructions;
+export const MAX_REFS = BOUNDS.agentRefs;
+export const MAX_TOOLS = BOUNDS.agentTools;
 const CONNECTOR_ID = { pattern: idPattern('connector', { allowBare: true }), maxLength: BOUNDS.id };
 const AGENT_ID = { pattern: idPattern('agent', { allowBare: true }), maxLength: BOUNDS.id };
 

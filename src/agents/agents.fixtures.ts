@@ -24,19 +24,19 @@ import { buildAgentRow } from './agents.service';
 import { CASCADE_REASON } from './agent-cascade.repository';
 import { IsDateTime } from '../common/validation';
 
-class ToolRefFixture {
+export class ToolRefFixture {
   @IsString() @IsNotEmpty() @MaxLength(MAX_NAME_LENGTH) name!: string;
   @IsOptional() @IsString() @MaxLength(BOUNDS.id) connector_id?: string | null;
 }
 
-class DataSourceRefFixture {
+export class DataSourceRefFixture {
   @IsString() @IsNotEmpty() @MaxLength(BOUNDS.id) source_id!: string;
   @IsIn(DATA_SOURCE_SCOPES) scope!: 'all' | 'selected';
   @IsOptional() @IsArray() @ArrayMaxSize(BOUNDS.documentsPerSource) @IsString({ each: true }) @MaxLength(BOUNDS.id, { each: true }) documents?: string[];
 }
 
 /** An agent in a fixture: the Agent response fields plus what the API takes on create, plus `deleted_at`. */
-class AgentFixture {
+export class AgentFixture {
   @IsOptional() @IsIdOf('agent') id?: string;
   @IsString() @MaxLength(MAX_HANDLE_LENGTH) @Matches(HANDLE_PATTERN, { message: 'must start with a letter and contain only letters and digits' }) handle!: string;
   @IsString() @IsNotEmpty() @MaxLength(MAX_NAME_LENGTH) name!: string;
@@ -73,7 +73,7 @@ const INACTIVE_AGENTS = 'agents:inactive';
 const DELETED_AGENTS = 'agents:deleted';
 
 /** `deactivated_reason` / `deactivated_at` of a trigger or chatbot in a fixture: the shapes the agent cascade writes. */
-interface CascadeStateFixture {
+export interface CascadeStateFixture {
   agent_id?: string | null;
   is_active?: boolean;
   deactivated_reason?: string | null;

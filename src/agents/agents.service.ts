@@ -23,10 +23,10 @@ import { mapAgent, mapAgentDeleted, type AgentRow } from './agents.mapper';
 import { OrgsRepository } from '../orgs/orgs.repository';
 import { AgentsRepository, type AgentChanges, type NewAgentRow } from './agents.repository';
 
-const HANDLE_UNIQUE_CONSTRAINT = 'agents_org_handle_unique';
+export const HANDLE_UNIQUE_CONSTRAINT = 'agents_org_handle_unique';
 /** what the agent's own `deactivated_reason` says after a client's PATCH `is_active: false` */
-const MANUAL_DEACTIVATION_REASON = 'manual';
-const AUTH_FAILED = 'auth_failed';
+export const MANUAL_DEACTIVATION_REASON = 'manual';
+export const AUTH_FAILED = 'auth_failed';
 
 /** The reference fields as a body (or a fixture) gives them. */
 type AgentReferenceFields = Pick<AgentCreateDto, 'tools' | 'connectors' | 'sub_agents' | 'data_sources'>;
@@ -35,7 +35,7 @@ type AgentReferenceFields = Pick<AgentCreateDto, 'tools' | 'connectors' | 'sub_a
  * What an agent row is built from: the AgentCreate fields, plus the stored
  * state that only the fixture loader may give (the API sets it itself).
  */
-interface AgentRowInput extends AgentReferenceFields {
+export interface AgentRowInput extends AgentReferenceFields {
   handle: string;
   name: string;
   instructions?: string | null;
@@ -111,12 +111,12 @@ interface NormalizedRefs {
   dataSources?: DataSourceRefRow[];
 }
 
-function customToolCount(tools: ReadonlyArray<{ name: string }>): number {
+export function customToolCount(tools: ReadonlyArray<{ name: string }>): number {
   return tools.filter((tool) => tool.name.startsWith(CUSTOM_TOOL_PREFIX)).length;
 }
 
 /** Every connector an agent is assigned: `connectors` plus each `tools[].connector_id`. */
-function assignedConnectorIds(connectors: readonly string[], tools: readonly ToolRefRow[]): string[] {
+export function assignedConnectorIds(connectors: readonly string[], tools: readonly ToolRefRow[]): string[] {
   const ids = new Set(connectors);
   for (const tool of tools) if (tool.connector_id) ids.add(tool.connector_id);
   return [...ids];
@@ -468,7 +468,7 @@ export class AgentsService {
  * other one is null too, which needs the current row). Any of those takes
  * the locked transaction.
  */
-function isPlainUpdate(dto: AgentUpdateDto): boolean {
+export function isPlainUpdate(dto: AgentUpdateDto): boolean {
   return (
     dto.tools === undefined &&
     dto.connectors === undefined &&
@@ -480,6 +480,6 @@ function isPlainUpdate(dto: AgentUpdateDto): boolean {
   );
 }
 
-function agentNotFound(): ApiError {
+export function agentNotFound(): ApiError {
   return new ApiError(ErrorCode.AgentNotFound, 'Agent not found.');
 }

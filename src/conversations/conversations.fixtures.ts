@@ -20,14 +20,14 @@ import { ConversationsRepository, type NewConversationRow, type NewMessageRow } 
 import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
-class ToolCallFixture {
+export class ToolCallFixture {
   @IsString() @MaxLength(200) id!: string;
   @IsString() @MaxLength(200) name!: string;
   @IsString() arguments!: string;
   @IsOptional() @IsString() status?: string | null;
 }
 
-class MessageFixture {
+export class MessageFixture {
   @IsOptional() @IsIdOf('message') id?: string | null;
   @IsIn(MESSAGE_ROLES) role!: string;
   @IsString() content!: string;
@@ -39,7 +39,7 @@ class MessageFixture {
   @IsOptional() @IsDateTime() created_at?: string | null;
 }
 
-class ConversationFixture {
+export class ConversationFixture {
   @IsOptional() @IsIdOf('conversation') id?: string;
   @IsOptional() @IsString() @MaxLength(500) title?: string | null;
   @IsIn(CONVERSATION_SOURCES) source!: string;
@@ -61,7 +61,7 @@ class ConversationFixture {
   @IsOptional() @IsObject() trigger_payload?: Record<string, unknown> | null;
 }
 
-interface ParsedConversations {
+export interface ParsedConversations {
   rows: NewConversationRow[];
   threads: Map<string, NewMessageRow[]>;
 }

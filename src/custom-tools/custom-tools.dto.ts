@@ -40,13 +40,13 @@ export class CustomToolParamDto {
   @ApiPropertyOptional({ description: 'actual HTTP header name; set when `in` = `header` (defaults to the parameter\'s `name`)' }) headerName?: string;
 }
 
-class CustomToolAuthDto {
+export class CustomToolAuthDto {
   @ApiProperty({ enum: AUTH_TYPES }) type!: string;
   @ApiProperty({ type: 'string', nullable: true, description: 'set only when `type` = `api_key` (default `X-API-Key`)' })
   header_name!: string | null;
 }
 
-class CustomToolGroupDto {
+export class CustomToolGroupDto {
   @ApiProperty() name!: string;
   @ApiProperty({ type: 'string', nullable: true }) icon!: string | null;
   @ApiProperty({ type: 'string', nullable: true }) color!: string | null;
@@ -75,7 +75,7 @@ export class CustomToolDto {
 
 // ---------- requests ----------
 
-class CustomToolParamInput {
+export class CustomToolParamInput {
   @ApiProperty({
     minLength: 1,
     maxLength: BOUNDS.toolParameterName,
@@ -140,7 +140,7 @@ export class CustomToolCredentialsInput {
   password?: string;
 }
 
-class CustomToolAuthInput {
+export class CustomToolAuthInput {
   @ApiProperty({ enum: AUTH_TYPES }) @IsIn(AUTH_TYPES) type!: string;
   @ApiPropertyOptional({
     type: CustomToolCredentialsInput,
@@ -155,7 +155,7 @@ class CustomToolAuthInput {
   credentials?: CustomToolCredentialsInput;
 }
 
-class CustomToolGroupInput {
+export class CustomToolGroupInput {
   @ApiProperty({ maxLength: BOUNDS.groupName }) @IsString() @IsNotEmpty() @MaxLength(BOUNDS.groupName) name!: string;
   @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.groupIcon })
   @IsOptional()

@@ -11,7 +11,7 @@ import { CustomToolsService } from './custom-tools.service';
 import { IsDateTime } from '../common/validation';
 
 /** `auth` as the API shows it. */
-class CustomToolAuthFixture {
+export class CustomToolAuthFixture {
   @IsIn(AUTH_TYPES) type!: string;
   @IsOptional() @IsString() @MaxLength(BOUNDS.headerName) header_name?: string | null;
 }
@@ -21,7 +21,7 @@ class CustomToolAuthFixture {
  * The definition fields are the API's request DTO, so each is validated
  * exactly as POST /custom_tools validates it.
  */
-class CustomToolFixture extends CreateCustomToolDto {
+export class CustomToolFixture extends CreateCustomToolDto {
   @IsOptional() @IsIdOf('customTool') id?: string;
   @IsOptional() @Matches(/^custom_[a-z0-9_]{1,64}$/, { message: 'must be custom_ followed by lowercase letters, digits and underscores' })
   name?: string;

@@ -16,10 +16,10 @@ export const TOOL_TYPES = ['read', 'write'] as const;
 export const PARAM_TYPES = ['string', 'number', 'boolean', 'integer'] as const;
 export const PARAM_LOCATIONS = ['query', 'header', 'body'] as const;
 export const AUTH_TYPES = ['none', 'bearer', 'api_key', 'basic'] as const;
-type AuthType = (typeof AUTH_TYPES)[number];
+export type AuthType = (typeof AUTH_TYPES)[number];
 
-const DEFAULT_API_KEY_HEADER = 'X-API-Key';
-const TOOL_NAME_PREFIX = 'custom_';
+export const DEFAULT_API_KEY_HEADER = 'X-API-Key';
+export const TOOL_NAME_PREFIX = 'custom_';
 const MAX_SLUG_LENGTH = 48;
 export const MAX_PARAMETERS = BOUNDS.toolParameters;
 export const MAX_HEADERS = BOUNDS.headers;
@@ -59,12 +59,12 @@ export const RESERVED_HEADER_RULES =
   '`Host`, `Content-Length`, `Transfer-Encoding`, `TE`, `Trailer`, `Expect` (framing, set by the HTTP client); ' +
   '`Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade` (hop-by-hop); `Forwarded`, `X-Forwarded-*`, `X-Real-IP` (a proxy\'s statement about the client).';
 
-function isHeaderName(value: string): boolean {
+export function isHeaderName(value: string): boolean {
   return HEADER_NAME.test(value);
 }
 
 /** The one rule for a name an outbound header will carry: an HTTP token, not one the platform writes itself. */
-function outboundHeaderNameProblem(name: string): string | null {
+export function outboundHeaderNameProblem(name: string): string | null {
   if (!isHeaderName(name)) return 'must be a valid HTTP header name';
   const lower = name.toLowerCase();
   const reserved = RESERVED_HEADERS.get(lower) ?? (lower.startsWith(FORWARDING_PREFIX) ? RESERVED_HEADERS.get('forwarded')! : undefined);
@@ -74,10 +74,10 @@ function outboundHeaderNameProblem(name: string): string | null {
 /** Control characters other than tab: CR and LF end a header (a second one is injected after them), NUL and the others are refused by servers or cut the value. */
 // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
 const HEADER_VALUE_CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
-const HEADER_VALUE_PROBLEM = 'must not contain control characters (CR, LF, NUL and the others except tab): they would end or split the header';
+export const HEADER_VALUE_PROBLEM = 'must not contain control characters (CR, LF, NUL and the others except tab): they would end or split the header';
 
 /** The one rule for a value an outbound header will carry (plain header values and credentials alike). */
-function outboundHeaderValueProblem(value: string): string | null {
+export function outboundHeaderValueProblem(value: string): string | null {
   return HEADER_VALUE_CONTROL.test(value) ? HEADER_VALUE_PROBLEM : null;
 }
 
@@ -104,7 +104,7 @@ export function firstFreeToolName(base: string, taken: Iterable<string>): string
   }
 }
 
-interface ParamInput {
+export interface ParamInput {
   name: string;
   type?: string;
   description?: string;
@@ -114,7 +114,7 @@ interface ParamInput {
 }
 
 /** The stored group: icon and color default to null. */
-function groupRow(group: { name: string; icon?: string | null; color?: string | null } | null | undefined): CustomToolGroupRow | null {
+export function groupRow(group: { name: string; icon?: string | null; color?: string | null } | null | undefined): CustomToolGroupRow | null {
   return group ? { name: group.name, icon: group.icon ?? null, color: group.color ?? null } : null;
 }
 
@@ -122,7 +122,7 @@ function groupRow(group: { name: string; icon?: string | null; color?: string | 
  * The contract's defaults: `type` string, `required` false, `in` query for GET and body
  * otherwise; `headerName` of a header parameter defaults to its name.
  */
-function resolveParameters(params: ParamInput[], method: string): CustomToolParamRow[] {
+export function resolveParameters(params: ParamInput[], method: string): CustomToolParamRow[] {
   return params.map((param) => {
     const row: CustomToolParamRow = {
       name: param.name,
@@ -171,7 +171,7 @@ export function substituteForValidation(template: string): string {
   return out;
 }
 
-interface ToolDefinition {
+export interface ToolDefinition {
   method: string;
   url: string;
   headers: Record<string, unknown>;
@@ -187,7 +187,7 @@ function add(fields: FieldErrors, field: string, problem: string): void {
  * Every problem of a (merged) definition, by field. Empty when valid.
  * Placeholders need no declared parameter: undeclared ones are kept as written.
  */
-function definitionProblems(def: ToolDefinition): FieldErrors {
+export function definitionProblems(def: ToolDefinition): FieldErrors {
   const fields: FieldErrors = {};
   const declared = new Set<string>();
 
@@ -229,7 +229,7 @@ function definitionProblems(def: ToolDefinition): FieldErrors {
   return fields;
 }
 
-interface CredentialsInput {
+export interface CredentialsInput {
   token?: string;
   apiKey?: string;
   header_name?: string;
@@ -253,12 +253,12 @@ export interface AuthInput {
   credentials?: CredentialsInput;
 }
 
-interface CurrentAuth {
+export interface CurrentAuth {
   type: string;
   headerName: string | null;
 }
 
-type AuthResolution =
+export type AuthResolution =
   | { kind: 'invalid'; fields: FieldErrors }
   | { kind: 'unchanged' }
   | { kind: 'set'; type: AuthType; headerName: string | null; credentials: StoredCredentials | null };
@@ -302,11 +302,11 @@ export function resolveAuth(input: AuthInput | undefined, current: CurrentAuth |
 type NewCustomToolRow = typeof customTools.$inferInsert;
 
 /** The stored columns a definition decides (id, org, name, activity and timestamps are the caller's). */
-type ToolDefinitionRow = Required<
+export type ToolDefinitionRow = Required<
   Pick<NewCustomToolRow, 'label' | 'description' | 'type' | 'method' | 'url' | 'headers' | 'bodyTemplate' | 'parameters' | 'responseMapping' | 'authType' | 'authHeaderName' | 'group'>
 >;
 
-interface ToolInput {
+export interface ToolInput {
   label: string;
   description: string;
   type?: string;
@@ -320,9 +320,9 @@ interface ToolInput {
   group?: { name: string; icon?: string | null; color?: string | null } | null;
 }
 
-type ToolPatch = Partial<ToolInput>;
+export type ToolPatch = Partial<ToolInput>;
 
-type Built<T> = { ok: true; value: T; credentials: StoredCredentials | null | undefined } | { ok: false; fields: FieldErrors };
+export type Built<T> = { ok: true; value: T; credentials: StoredCredentials | null | undefined } | { ok: false; fields: FieldErrors };
 
 function mergeFields(...all: FieldErrors[]): FieldErrors {
   const out: FieldErrors = {};

@@ -17,7 +17,7 @@ const NAME_UNIQUE = 'custom_tools_org_name_unique';
 /** generated names are computed under the org lock; the retry covers rows written outside it (fixtures) */
 const NAME_ATTEMPTS = 3;
 
-interface DeleteAcknowledgement {
+export interface DeleteAcknowledgement {
   id: string;
   deleted: true;
 }

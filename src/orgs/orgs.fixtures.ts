@@ -4,7 +4,7 @@ import { ORG_STATUSES } from './orgs.dto';
 import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
-class CreditsFixture {
+export class CreditsFixture {
   @IsInt() @Min(0) total!: number;
   @IsInt() @Min(0) used!: number;
   @IsInt() @Min(0) remaining!: number;
@@ -12,7 +12,7 @@ class CreditsFixture {
   @IsOptional() @IsDateTime() reset_at?: string | null;
 }
 
-class LimitsFixture {
+export class LimitsFixture {
   @IsOptional() @IsInt() @Min(0) agents?: number | null;
   @IsOptional() @IsInt() @Min(0) connectors?: number | null;
   @IsOptional() @IsInt() @Min(0) sources?: number | null;
@@ -21,7 +21,7 @@ class LimitsFixture {
   @IsOptional() @IsInt() @Min(0) custom_tool_slots?: number | null;
 }
 
-class TrialFixture {
+export class TrialFixture {
   @IsOptional() @IsDateTime() start_date?: string | null;
   @IsOptional() @IsDateTime() end_date?: string | null;
 }

@@ -21,14 +21,14 @@ import { sourceConfigProblems, sourceConfigRow } from './sources.rules';
 import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
-class DocumentFixture {
+export class DocumentFixture {
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(128) id?: string;
   @IsString() @IsNotEmpty() @MaxLength(500) name!: string;
   @IsOptional() @IsDateTime() created_at?: string | null;
 }
 
 /** A Source as the API shows it, plus `config` and `documents`. */
-class SourceFixture {
+export class SourceFixture {
   @IsOptional() @IsIdOf('source') id?: string;
   @IsIn(SOURCE_TYPES) type!: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) name?: string;

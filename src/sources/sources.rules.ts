@@ -11,7 +11,7 @@ import { outboundUrlProblem } from '../common/url-policy';
  * loader both judge with `sourceConfigProblems`; `path` prefixes field names.
  */
 
-const MAX_CONFIG_BYTES = BOUNDS.sourceConfigBytes;
+export const MAX_CONFIG_BYTES = BOUNDS.sourceConfigBytes;
 export const MAX_PAGES = 1_000_000;
 export const MAX_CRAWL_DEPTH = 100;
 export const MAX_PATTERN_LENGTH = BOUNDS.url;
@@ -39,7 +39,7 @@ const patterns: Rule = (value) =>
 const CRAWL: Shape = { include: patterns, exclude: patterns, max_depth: integer(0, MAX_CRAWL_DEPTH) };
 
 /** Per source type, the keys its `config` takes; `url` is required where it is listed. */
-const SOURCE_CONFIG_SHAPES: Record<string, Shape> = {
+export const SOURCE_CONFIG_SHAPES: Record<string, Shape> = {
   website: { url: outboundUrl, indexed: boolean, max_pages: integer(1, MAX_PAGES), crawl: CRAWL },
   webpage: { url: outboundUrl, indexed: boolean },
   // created by the platform (the upload singleton, connector integrations): nothing to configure
