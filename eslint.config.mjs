@@ -14,6 +14,17 @@ export default tseslint.config(
     },
   },
   {
+    // a statement name is the connection's: prepareNamed checks it is free (src/database/prepared-statements.ts)
+    files: ['src/**/*.ts'],
+    ignores: ['src/database/prepared-statements.ts', 'src/**/*.spec.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "CallExpression[callee.property.name='prepare']", message: 'Prepare a named statement with prepareNamed(db, name, query): it checks the name is free.' },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', 'src/cli/**/*.ts', 'scripts/**/*.ts', 'bench/**/*.ts'],
     rules: { 'no-console': 'off', '@typescript-eslint/no-require-imports': 'off' },
   },

@@ -11,12 +11,12 @@ import { newId } from '../libs/ids/ids';
  */
 export type Row = Record<string, unknown>;
 type Query = (name: string, text: string, values: unknown[]) => Promise<Row[]>;
-export interface Db {
+interface Db {
   query: Query;
   transaction<T>(fn: (q: Query) => Promise<T>): Promise<T>;
 }
 
-export async function openDb(): Promise<Db> {
+async function openDb(): Promise<Db> {
   if (process.env.DATABASE_URL) {
     const pool = new Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
     const query: Query = async (name, text, values) => (await pool.query({ name, text, values })).rows as Row[];

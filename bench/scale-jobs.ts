@@ -14,7 +14,7 @@ import { IdempotencyService } from '../src/idempotency/idempotency.service';
 const RATE_PER_SECOND = 20;
 const BASELINE_MS = 15_000;
 
-export interface JobsUnderLoad {
+interface JobsUnderLoad {
   app: INestApplication;
   pool: Pool;
   /** one request through the API; rejects on a non-200 */

@@ -21,18 +21,18 @@
 import type { Pool } from 'pg';
 
 export const BIG_ORG = 'org_5ca1e0000000000000000001';
-export const SMALL_ORGS = 999;
-export const BIG_AGENTS = 200;
-export const THREAD_MESSAGES = 20_000;
-export const TRASHED_AGENTS = 10_000;
-export const EXPIRED_IDEMPOTENCY = 1_000_000;
+const SMALL_ORGS = 999;
+const BIG_AGENTS = 200;
+const THREAD_MESSAGES = 20_000;
+const TRASHED_AGENTS = 10_000;
+const EXPIRED_IDEMPOTENCY = 1_000_000;
 export const RARE_WORD = 'quokka';
 export const COMMON_WORD = 'help';
 
 export const smallOrgId = (k: number) => `org_5ca1e1${k.toString(16).padStart(18, '0')}`;
 export const bigAgentId = (a: number) => `agent_5ca1e2${a.toString(16).padStart(18, '0')}`;
 /** the id of the big organization's i-th conversation, as the SQL below spells it */
-export const BIG_CONV_ID_SQL = (i: string, epoch: string) => `'conv_' || lpad(to_hex(floor(${epoch})::bigint), 8, '0') || lpad(to_hex(${i}), 16, '0')`;
+const BIG_CONV_ID_SQL = (i: string, epoch: string) => `'conv_' || lpad(to_hex(floor(${epoch})::bigint), 8, '0') || lpad(to_hex(${i}), 16, '0')`;
 
 const WORDS = [
   'refund', 'order', 'login', 'invoice', 'shipping', 'password', 'export', 'upgrade', 'webhook', 'billing',
@@ -46,7 +46,7 @@ const org = (id: string, name: string) =>
   `('${id}', '${name}', '${id.replace('_', '-')}', 'pro', 'active', '{"total":0,"used":0,"remaining":0,"top_up":0,"reset_at":null}', ` +
   `'{"agents":null,"connectors":null,"sources":null,"chatbots":null,"scheduled_triggers":null,"custom_tool_slots":null}')`;
 
-export interface SeedReport {
+interface SeedReport {
   reused: boolean;
   seconds: Record<string, number>;
   bigConversations: number;

@@ -35,7 +35,7 @@ const SIZES: Record<string, number> = { '100k': 100_000, '1m': 1_000_000, '10m':
 const WARMUPS = 7; // more than 5: prepared statements switch to their generic plan after five executions
 const SAMPLES = Number(process.env.BENCH_SCALE_SAMPLES ?? 25);
 
-export interface Timing {
+interface Timing {
   name: string;
   p50: number;
   p99: number;
@@ -45,7 +45,7 @@ export interface Timing {
   serverMs?: number;
 }
 
-export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)];
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)];
 
 async function main(): Promise<void> {
   const size = (process.env.BENCH_SCALE ?? '100k').toLowerCase();

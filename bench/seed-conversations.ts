@@ -3,7 +3,7 @@ import { newObjectIdHex } from '../libs/ids/ids';
 import type { Database } from '../src/database/database.types';
 import { conversations } from '../src/database/schema';
 
-export interface SeedConversationsOptions {
+interface SeedConversationsOptions {
   /** rows per multi-row INSERT; each batch is one transaction */
   batchSize?: number;
   /** agent ids to spread the conversations over */

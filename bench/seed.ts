@@ -19,7 +19,7 @@ const ALL_SCOPES = [
   'triggers:read', 'team:read', 'analytics:read', 'org:read',
 ];
 
-export interface Seeded {
+interface Seeded {
   orgId: string;
   token: string;
   agentIds: string[];

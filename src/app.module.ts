@@ -32,7 +32,7 @@ import { TeamModule } from './team/team.module';
 import { TriggersModule } from './triggers/triggers.module';
 import { AnalyticsModule } from './analytics/analytics.module';
 
-export interface AppModuleOptions {
+interface AppModuleOptions {
   /** an open connection to use instead of opening one from the config (tests) */
   connection?: DatabaseConnection;
 }

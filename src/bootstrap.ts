@@ -11,13 +11,11 @@ import { OpenApiDocumentHolder } from './meta/meta.controller';
 import { httpLayerOf } from './http/adapter';
 import { serveApiReference } from './http/api-reference';
 import { installBodyParser } from './http/body-parser';
-import { MAX_BODY_BYTES } from './http/request-body';
 import { installRequestHooks } from './http/request-hooks';
 import type { RequestTracker } from './http/request-tracker';
 
-export { createHttpAdapter, type HttpLimits } from './http/adapter';
+export { createHttpAdapter } from './http/adapter';
 export type { InFlightRequest, RequestTracker } from './http/request-tracker';
-export { MAX_BODY_BYTES };
 
 /** Options every app instance is created with (server and tests alike): the body is read by src/http/body-parser.ts. */
 export const APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
@@ -53,7 +51,7 @@ export function configureApp(app: INestApplication, logger: AppLogger): RequestT
   return layer.tracker;
 }
 
-export interface ServedRoute {
+interface ServedRoute {
   method: string;
   /** as registered, with `:name` parameters */
   path: string;

@@ -321,7 +321,8 @@ describe('the trash purge job is scheduled from config.trashPurgeCron', () => {
       const res = await scheduled.http.post('/api/v1/agents').set('Authorization', org.auth).send({ handle: 'cronVictim', name: 'C', instructions: 'x' });
       await scheduled.http.delete(`/api/v1/agents/${res.body.data.id}`).set('Authorization', org.auth).expect(200);
       await setAgentDeletedAt(scheduled, res.body.data.id, new Date(Date.now() - 31 * DAY));
-      const deadline = Date.now() + 5000;
+      // a job every second; the bound only stops the wait (a loaded machine delays every run)
+      const deadline = Date.now() + 30_000;
       let row = await readAgentRow(scheduled, org.orgId, res.body.data.id);
       while (row && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 200));

@@ -4,7 +4,6 @@ import { HealthService } from '../src/health/health.service';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /** GET /healthz and GET /readyz: probes an orchestrator can use, outside /api/v1, no key. */
-jest.setTimeout(30_000);
 
 let t: TestApp;
 beforeAll(async () => {

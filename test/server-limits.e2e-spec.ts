@@ -5,6 +5,12 @@ import { ensureBuilt, startServer, waitForOutput, type RunningServer } from './s
  * Clients cannot hold the server. The built server as deployed,
  * with short limits so that the test is quick; the defaults are in
  * src/config/config.ts (30 s request, 15 s headers, 1000 connections).
+ *
+ * Each cut is proven by what ended the exchange (the status and code a
+ * timeout answers, the log line naming it) and by a lower bound (not before
+ * the configured limit), never by how soon after it: a loaded machine delays
+ * everything, and latency is the bench's to measure. A client that is never
+ * cut would hold the exchange until the test's own timeout.
  */
 jest.setTimeout(120_000);
 beforeAll(() => ensureBuilt());
@@ -44,16 +50,16 @@ describe('slow and oversized clients', () => {
     if (server.child.exitCode === null) await server.stop('SIGKILL');
   });
 
-  test('a Content-Length over 1 MiB: 413 at once, before the body, and the connection is closed', async () => {
+  test('a Content-Length over 1 MiB: 413 before the body, and the connection is closed', async () => {
     for (const [length, sent] of [
       [200 * 1024 * 1024, 'x'.repeat(1000)],
       [2 * 1024 * 1024, '{"a":1}'],
     ] as const) {
-      const { text, ms } = await exchange(origin, post(length, `big-${length}`), sent).done;
+      // the body never arrives whole: waiting for it would end in a 408 at the request timeout instead
+      const { text } = await exchange(origin, post(length, `big-${length}`), sent).done;
       expect(text).toMatch(/^HTTP\/1\.1 413 /);
       expect(text).toMatch(/\r\nconnection: close\r\n/i);
       expect(text).toContain('"code":"payload_too_large"');
-      expect(ms).toBeLessThan(1000);
     }
   });
 
@@ -62,9 +68,8 @@ describe('slow and oversized clients', () => {
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
     expect(text).toMatch(/\r\nX-Request-ID: stalled-body\r\n/i);
     expect(text).toContain('"code":"request_timeout"');
-    // HTTP_REQUEST_TIMEOUT_MS=2000, checked every second
+    // HTTP_REQUEST_TIMEOUT_MS=2000: not before it
     expect(ms).toBeGreaterThanOrEqual(1900);
-    expect(ms).toBeLessThan(4500);
     await waitForOutput(server, /"request_id":"stalled-body","trace_id":"[0-9a-f]{32}","method":"POST","path":"\/api\/v1\/agents","status":408,"duration_ms":/);
   });
 
@@ -87,8 +92,9 @@ describe('slow and oversized clients', () => {
   test('headers that never end are cut at the headers timeout', async () => {
     const { text, ms } = await exchange(origin, 'GET /api/v1/ HTTP/1.1\r\nHost: x\r\n').done;
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(text).toContain('"code":"request_timeout"');
+    // HTTP_HEADERS_TIMEOUT_MS=1000: not before it
     expect(ms).toBeGreaterThanOrEqual(900);
-    expect(ms).toBeLessThan(3500);
   });
 
   test('open connections are capped: when every one is answering a request the next is closed unanswered, and accepted again once one closes', async () => {
@@ -109,7 +115,7 @@ describe('slow and oversized clients', () => {
 });
 
 describe('shutdown deadline', () => {
-  test('a client still sending at the deadline is cut and named in the log; nothing was lost: exit 0, within the deadline', async () => {
+  test('a client still sending at the deadline is cut and named in the log; nothing was lost: exit 0', async () => {
     const server = await startServer({ PGLITE_DIR: 'memory', SHUTDOWN_DRAIN_DELAY_MS: '300', SHUTDOWN_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '60000', HTTP_HEADERS_TIMEOUT_MS: '60000' });
     const origin = new URL(server.address);
     const slow = exchange(origin, post(100, 'slow-at-deadline'), '{"handle":');
@@ -122,8 +128,7 @@ describe('shutdown deadline', () => {
       const exit = await server.exited;
       const took = Date.now() - signalled;
       expect(exit.code).toBe(0);
-      // drain 300 ms + deadline 1000 ms, plus closing the database
-      expect(took).toBeLessThan(1300 + 2500);
+      // not before drain 300 ms + deadline 1000 ms; the trickle never ends, so only the deadline can have cut it
       expect(took).toBeGreaterThanOrEqual(1300);
       const cut = exit.stdout.split('\n').find((line) => line.includes('"msg":"shutdown deadline: request cut"'));
       expect(JSON.parse(cut!)).toMatchObject({ level: 'warn', request_id: 'slow-at-deadline', method: 'POST', path: '/api/v1/agents', phase: 'receiving' });
@@ -142,7 +147,8 @@ describe('shutdown deadline', () => {
     server.child.kill('SIGINT');
     const exit = await server.exited;
     expect(exit.code).toBe(0);
-    expect(Date.now() - signalled).toBeLessThan(10_000);
+    // the drain delay it was configured with was skipped
+    expect(Date.now() - signalled).toBeLessThan(60_000);
     expect(exit.stdout).toContain('second signal: closing now');
   });
 });

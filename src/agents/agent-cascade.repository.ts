@@ -10,7 +10,7 @@ export const CASCADE_REASON = {
 } as const;
 
 /** Webhook registration state of a trigger (`webhook_status`); null means the trigger has no external webhook. */
-export const WEBHOOK_STATUS = { active: 'active', paused: 'paused', tornDown: 'torn_down' } as const;
+const WEBHOOK_STATUS = { active: 'active', paused: 'paused', tornDown: 'torn_down' } as const;
 
 export interface CascadeResult {
   triggers: string[];

@@ -3,7 +3,7 @@ import { ScheduledJobs } from '../common/scheduled-jobs';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { AgentsTrashService } from './agents-trash.service';
 
-export const TRASH_PURGE_JOB = 'agents-trash-purge';
+const TRASH_PURGE_JOB = 'agents-trash-purge';
 
 /** The trash purge on TRASH_PURGE_CRON (hourly by default; `off` disables it); rows removed = agents + triggers + chatbots. */
 @Injectable()

@@ -4,7 +4,7 @@ import { DATABASE, type Database } from '../database/database.types';
 import { agents, chatbots, triggers } from '../database/schema';
 
 /** Arbitrary constant shared by every instance: one purger at a time, the others skip. */
-export const TRASH_PURGE_LOCK_KEY = 7_214_091_340;
+const TRASH_PURGE_LOCK_KEY = 7_214_091_340;
 
 export interface ExpiredAgent {
   id: string;

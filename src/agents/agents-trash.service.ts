@@ -5,8 +5,8 @@ import { DatabaseConnection } from '../database/connection';
 import { AgentsTrashRepository } from './agents-trash.repository';
 
 /** How long a deleted agent stays in the trash before it is hard deleted. */
-export const TRASH_WINDOW_DAYS = 30;
-export const TRASH_PURGE_BATCH_SIZE = 500;
+const TRASH_WINDOW_DAYS = 30;
+const TRASH_PURGE_BATCH_SIZE = 500;
 
 /**
  * The one definition of "past the trash window": an agent soft-deleted before

@@ -25,19 +25,19 @@ import { CASCADE_REASON } from './agent-cascade.repository';
 import { HEX_COLOR_PATTERN, IsDateTime } from '../common/validation';
 import { hasFieldErrors } from '../common/field-errors';
 
-export class ToolRefFixture {
+class ToolRefFixture {
   @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) name!: string;
   @IsOptional() @IsString() @MaxLength(BOUNDS.id) connector_id?: string | null;
 }
 
-export class DataSourceRefFixture {
+class DataSourceRefFixture {
   @IsString() @IsNotEmpty() @MaxLength(BOUNDS.id) source_id!: string;
   @IsIn(DATA_SOURCE_SCOPES) scope!: 'all' | 'selected';
   @IsOptional() @IsArray() @ArrayMaxSize(BOUNDS.documentsPerSource) @IsString({ each: true }) @MaxLength(BOUNDS.id, { each: true }) documents?: string[];
 }
 
 /** An agent in a fixture: the Agent response fields plus what the API takes on create, plus `deleted_at`. */
-export class AgentFixture {
+class AgentFixture {
   @IsOptional() @IsIdOf('agent') id?: string;
   @IsString() @MaxLength(BOUNDS.handle) @Matches(HANDLE_PATTERN, { message: 'must start with a letter and contain only letters and digits' }) handle!: string;
   @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) name!: string;

@@ -9,9 +9,10 @@ import { AgentsController } from './agents.controller';
 import { AgentsFixtureSection } from './agents.fixtures';
 import { AgentsRepository } from './agents.repository';
 import { AgentsService } from './agents.service';
+import { FixtureRegistryModule } from '../fixtures/fixture-registry.module';
 
 @Module({
-  imports: [OrgsModule],
+  imports: [FixtureRegistryModule, OrgsModule],
   controllers: [AgentsController],
   providers: [
     AgentsRepository,

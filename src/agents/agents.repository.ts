@@ -6,6 +6,7 @@ import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
 import { agents } from '../database/schema';
 import type { AgentRow } from './agents.mapper';
+import { prepareNamed } from '../database/prepared-statements';
 
 export type NewAgentRow = typeof agents.$inferInsert;
 export type AgentChanges = Partial<Omit<NewAgentRow, 'id' | 'orgId' | 'createdAt' | 'deletedAt'>>;
@@ -21,7 +22,7 @@ export class AgentsRepository {
   private readonly live;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.live = orgScopedReads(db, agents, 'agents_live', { where: isNull(agents.deletedAt) });
+    this.live = orgScopedReads(db, agents, { statementPrefix: 'agents_live', where: isNull(agents.deletedAt) });
   }
 
   findLive(orgId: string, id: string): Promise<AgentRow | null> {
@@ -87,11 +88,14 @@ export class AgentsRepository {
   }
 
   private prepareInsert(columns: Array<keyof NewAgentRow>, nulls: boolean[], name: string) {
-    return this.db
-      .insert(agents)
-      .values(Object.fromEntries(columns.map((column, i) => [column, nulls[i] ? sql`null` : sql.placeholder(column)])) as unknown as NewAgentRow)
-      .returning()
-      .prepare(name);
+    return prepareNamed(
+      this.db,
+      name,
+      this.db
+        .insert(agents)
+        .values(Object.fromEntries(columns.map((column, i) => [column, nulls[i] ? sql`null` : sql.placeholder(column)])) as unknown as NewAgentRow)
+        .returning(),
+    );
   }
 
   /**
@@ -137,12 +141,15 @@ export class AgentsRepository {
   }
 
   private prepareUpdate(columns: Array<keyof AgentChanges>, nulls: boolean[], name: string) {
-    return this.db
-      .update(agents)
-      .set(Object.fromEntries(columns.map((column, i) => [column, nulls[i] ? sql`null` : sql.placeholder(column)])) as AgentChanges)
-      .where(and(eq(agents.orgId, sql.placeholder('orgId')), eq(agents.id, sql.placeholder('id')), isNull(agents.deletedAt)))
-      .returning()
-      .prepare(name);
+    return prepareNamed(
+      this.db,
+      name,
+      this.db
+        .update(agents)
+        .set(Object.fromEntries(columns.map((column, i) => [column, nulls[i] ? sql`null` : sql.placeholder(column)])) as AgentChanges)
+        .where(and(eq(agents.orgId, sql.placeholder('orgId')), eq(agents.id, sql.placeholder('id')), isNull(agents.deletedAt)))
+        .returning(),
+    );
   }
 
   async softDelete(orgId: string, id: string, now: Date): Promise<void> {

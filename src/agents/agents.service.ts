@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { parseId } from '../../libs/ids/ids';
 import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
-import { uniqueViolationConstraint } from '../common/database-errors';
+import { uniqueViolationConstraint } from '../database/database-errors';
 import type { Page } from '../common/envelope';
 import { LOGGER, type AppLogger } from '../common/logger';
 import { Paginator, type PaginationQuery } from '../common/pagination';
@@ -45,7 +45,7 @@ export class AgentsService {
   ) {}
 
   async listAgents(orgId: string, query: PaginationQuery): Promise<Page<AgentDto>> {
-    const request = this.paginator.request('agents', query);
+    const request = this.paginator.pageRequest(query, { cursorNamespace: 'agents' });
     const rows = await this.repository.listLive(orgId, request);
     return this.paginator.page(rows, request).map(mapAgent);
   }

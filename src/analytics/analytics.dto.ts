@@ -17,19 +17,19 @@ export class AgentAnalyticsQuery extends PaginationQuery {
   until?: Date;
 }
 
-export class AnalyticsWindowDto {
+class AnalyticsWindowDto {
   @ApiProperty({ format: 'date-time' }) since!: string;
   @ApiProperty({ format: 'date-time' }) until!: string;
 }
 
-export class AnalyticsBySourceDto {
+class AnalyticsBySourceDto {
   @ApiProperty({ type: 'integer' }) dashboard!: number;
   @ApiProperty({ type: 'integer' }) autonomous!: number;
   @ApiProperty({ type: 'integer' }) embed!: number;
   @ApiProperty({ type: 'integer', name: 'sub-agent' }) 'sub-agent'!: number;
 }
 
-export class AnalyticsTotalsDto {
+class AnalyticsTotalsDto {
   @ApiProperty({ type: 'integer', description: 'conversations created in the window (every source, simulations included)' }) conversations!: number;
   @ApiProperty({ type: 'integer', description: 'messages of those conversations' }) messages!: number;
   @ApiProperty({ type: 'integer', description: 'credits those conversations used' }) credits_used!: number;
@@ -40,7 +40,7 @@ export class AnalyticsTotalsDto {
   @ApiProperty({ type: AnalyticsBySourceDto }) by_source!: AnalyticsBySourceDto;
 }
 
-export class AnalyticsDayDto {
+class AnalyticsDayDto {
   @ApiProperty({ format: 'date', description: 'UTC day' }) date!: string;
   @ApiProperty({ type: 'integer' }) conversations!: number;
   @ApiProperty({ type: 'integer' }) messages!: number;

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { sql } from 'drizzle-orm';
 import { DATABASE, type Database } from '../database/database.types';
 
-export interface AnalyticsTotalsRow {
+interface AnalyticsTotalsRow {
   conversations: number;
   messages: number;
   creditsUsed: number;
@@ -15,7 +15,7 @@ export interface AnalyticsTotalsRow {
   distinctTickets: number;
 }
 
-export interface AnalyticsDayRow {
+interface AnalyticsDayRow {
   /** `YYYY-MM-DD` (UTC): the keyset of the daily series */
   id: string;
   conversations: number;

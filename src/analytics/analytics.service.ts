@@ -26,9 +26,9 @@ export class AnalyticsService {
     if (since.getTime() > until.getTime()) throw ApiError.field('since', 'must not be after until');
 
     // bound to the parameters as given (not the defaulted "now"), so a cursor stays valid as time passes
-    const page = this.paginator.request(`analytics:${agentId}`, query, {
-      since: query.since?.toISOString(),
-      until: query.until?.toISOString(),
+    const page = this.paginator.pageRequest(query, {
+      cursorNamespace: `analytics:${agentId}`,
+      filters: { since: query.since?.toISOString(), until: query.until?.toISOString() },
     });
     // an agent soft-deleted beyond the trash window is not found, as on every agent path
     const totals = await this.repository.totals(orgId, agentId, since, until, trashWindowStart());

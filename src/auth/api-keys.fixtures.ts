@@ -8,7 +8,7 @@ import { isScope, SCOPES } from './scopes';
 import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
-export class ApiKeyFixture {
+class ApiKeyFixture {
   @IsOptional() @IsIdOf('key') id?: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) label?: string;
   @IsOptional() @IsString() token?: string;

@@ -2,7 +2,7 @@ import { iso } from '../common/iso';
 import type { ApiKeyRow } from './api-keys.repository';
 
 /** What an operator may see of a key: never the token, its hash or its lookup prefix. */
-export interface ApiKeyView {
+interface ApiKeyView {
   id: string;
   org_id: string;
   label: string;

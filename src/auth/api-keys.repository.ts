@@ -2,11 +2,12 @@ import { Inject, Injectable } from '@nestjs/common';
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import { DATABASE, type Database } from '../database/database.types';
 import { apiKeys, orgs } from '../database/schema';
+import { prepareNamed } from '../database/prepared-statements';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
-export type NewApiKeyRow = typeof apiKeys.$inferInsert;
+type NewApiKeyRow = typeof apiKeys.$inferInsert;
 
-export interface ApiKeyWithOrg {
+interface ApiKeyWithOrg {
   id: string;
   orgId: string;
   tokenHash: string;
@@ -23,21 +24,24 @@ export class ApiKeysRepository {
   private readonly byPrefix;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byPrefix = db
-      .select({
-        id: apiKeys.id,
-        orgId: apiKeys.orgId,
-        tokenHash: apiKeys.tokenHash,
-        scopes: apiKeys.scopes,
-        expiresAt: apiKeys.expiresAt,
-        revokedAt: apiKeys.revokedAt,
-        orgStatus: orgs.status,
-        orgPlan: orgs.plan,
-      })
-      .from(apiKeys)
-      .innerJoin(orgs, eq(orgs.id, apiKeys.orgId))
-      .where(eq(apiKeys.lookupPrefix, sql.placeholder('prefix')))
-      .prepare('api_keys_by_prefix');
+    this.byPrefix = prepareNamed(
+      db,
+      'api_keys_by_prefix',
+      db
+        .select({
+          id: apiKeys.id,
+          orgId: apiKeys.orgId,
+          tokenHash: apiKeys.tokenHash,
+          scopes: apiKeys.scopes,
+          expiresAt: apiKeys.expiresAt,
+          revokedAt: apiKeys.revokedAt,
+          orgStatus: orgs.status,
+          orgPlan: orgs.plan,
+        })
+        .from(apiKeys)
+        .innerJoin(orgs, eq(orgs.id, apiKeys.orgId))
+        .where(eq(apiKeys.lookupPrefix, sql.placeholder('prefix'))),
+    );
   }
 
   /** Lookup across organizations: the key is what tells us the organization. */

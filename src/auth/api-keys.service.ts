@@ -47,7 +47,7 @@ export class AuthenticationFailure extends ApiError {
   }
 }
 
-export interface CreatedKey {
+interface CreatedKey {
   id: string;
   token: string;
   scopes: Scope[];

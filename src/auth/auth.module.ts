@@ -6,10 +6,11 @@ import { ApiKeysService } from './api-keys.service';
 import { AuthenticationGuard } from './authentication.guard';
 import { AuthorizationGuard } from './authorization.guard';
 import { RouteAccess } from './route-access';
+import { FixtureRegistryModule } from '../fixtures/fixture-registry.module';
 
 @Global()
 @Module({
-  imports: [RateLimitModule],
+  imports: [FixtureRegistryModule, RateLimitModule],
   providers: [ApiKeysRepository, ApiKeysService, RouteAccess, AuthenticationGuard, AuthorizationGuard, ApiKeysFixtureSection],
   exports: [ApiKeysService, RouteAccess, AuthenticationGuard, AuthorizationGuard],
 })

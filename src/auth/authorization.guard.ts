@@ -10,7 +10,7 @@ const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * May this caller use an endpoint that needs `scope` with this method?
  * Throws 403 `insufficient_scope` or `org_inactive`.
  */
-export function authorize(auth: AuthContext, scope: string | undefined, method: string | undefined): void {
+function authorize(auth: AuthContext, scope: string | undefined, method: string | undefined): void {
   if (!scope || !auth.scopes.has(scope)) {
     throw new ApiError(
       ErrorCode.InsufficientScope,

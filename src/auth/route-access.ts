@@ -2,7 +2,7 @@ import { Injectable, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { PUBLIC_ROUTE, REQUIRED_SCOPE } from './auth.decorators';
 
-export interface RouteAccessRule {
+interface RouteAccessRule {
   /** `@Public()`: no key, not rate limited */
   isPublic: boolean;
   /** `@RequireScope()`: the one scope the route needs; neither means the route is closed */

@@ -9,7 +9,7 @@ import { ChatbotsRepository, type NewChatbotRow } from './chatbots.repository';
 import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
-export class ChatbotFixture {
+class ChatbotFixture {
   @IsOptional() @IsIdOf('chatbot') id?: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(100) public_id?: string;
   @IsString() @IsNotEmpty() @MaxLength(200) name!: string;

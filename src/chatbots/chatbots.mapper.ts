@@ -2,7 +2,7 @@ import type { chatbots } from '../database/schema';
 import { iso } from '../common/iso';
 import type { ChatbotDto } from './chatbots.dto';
 
-export type ChatbotRow = typeof chatbots.$inferSelect;
+type ChatbotRow = typeof chatbots.$inferSelect;
 export type ChatbotViewRow = Omit<ChatbotRow, 'orgId' | 'deactivatedReason' | 'deactivatedAt'>;
 
 /** Whitelisted: deactivated_reason/deactivated_at are internal agent-cascade bookkeeping. */

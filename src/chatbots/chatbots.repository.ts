@@ -15,7 +15,7 @@ export class ChatbotsRepository {
   private readonly reads;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.reads = orgScopedReads(db, chatbots, 'chatbots', { columns: viewColumns });
+    this.reads = orgScopedReads(db, chatbots, { statementPrefix: 'chatbots', columns: viewColumns });
   }
 
   findById(orgId: string, id: string): Promise<ChatbotViewRow | null> {

@@ -15,7 +15,7 @@ export class ChatbotsService {
   ) {}
 
   async listChatbots(orgId: string, query: PaginationQuery): Promise<Page<ChatbotDto>> {
-    const page = this.paginator.request('chatbots', query);
+    const page = this.paginator.pageRequest(query, { cursorNamespace: 'chatbots' });
     const rows = await this.repository.listPage(orgId, page);
     return this.paginator.page(rows, page).map(mapChatbot);
   }

@@ -11,7 +11,7 @@ import { mapApiKey } from '../auth/api-keys.mapper';
 import { ApiKeysService, validateScopes } from '../auth/api-keys.service';
 import { SCOPES } from '../auth/scopes';
 import { ApiError } from '../common/api-error';
-import { uniqueViolationConstraint } from '../common/database-errors';
+import { uniqueViolationConstraint } from '../database/database-errors';
 import { createLogger, PinoNestLogger, type AppLogger } from '../common/logger';
 import { ConfigError, loadConfig, type AppConfig } from '../config/config';
 import { DatabaseConnection } from '../database/connection';
@@ -27,7 +27,7 @@ import { OrgsService, slugify } from '../orgs/orgs.service';
  */
 
 /** A failure the operator can act on: printed as one line. */
-export class CliError extends Error {
+class CliError extends Error {
   constructor(
     message: string,
     readonly exitCode = 1,
@@ -37,12 +37,12 @@ export class CliError extends Error {
   }
 }
 
-export const usageError = (message: string) => new CliError(message, 2, 'usage');
+const usageError = (message: string) => new CliError(message, 2, 'usage');
 
 type OptionSpec = NonNullable<ParseArgsConfig['options']>;
 type OptionValues = Record<string, string | boolean | undefined>;
 
-export interface CommandInput {
+interface CommandInput {
   /** positional arguments after the command words */
   args: string[];
   values: OptionValues;
@@ -52,14 +52,14 @@ export interface CommandInput {
   app(): Promise<INestApplicationContext>;
 }
 
-export interface CommandOutput {
+interface CommandOutput {
   /** printed with --json */
   json: unknown;
   /** printed otherwise */
   text: string;
 }
 
-export interface CommandSpec {
+interface CommandSpec {
   /** command words, e.g. `keys create` */
   name: string;
   usage: string;
@@ -74,7 +74,7 @@ export interface CommandSpec {
   run(input: CommandInput): Promise<CommandOutput>;
 }
 
-export function isoOption(name: string, value: string): Date {
+function isoOption(name: string, value: string): Date {
   // a date-time with a zone, as the API writes them; a bare date means midnight UTC
   if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/.test(value) || Number.isNaN(Date.parse(value))) {
     throw usageError(`--${name} must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z, got "${value}"`);
@@ -98,7 +98,7 @@ async function requireOrg(app: INestApplicationContext, value: string): Promise<
  * Every command. Adding one is adding an entry here: its words, usage,
  * options and a `run` that returns what to print.
  */
-export const COMMANDS: CommandSpec[] = [
+const COMMANDS: CommandSpec[] = [
   {
     name: 'db migrate',
     usage: 'db migrate',
@@ -285,13 +285,13 @@ function describeFailure(error: unknown): CliError {
   return new CliError(message.split('\n')[0], 1);
 }
 
-export interface CliStreams {
+interface CliStreams {
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
 }
 
 /** Runs one command; returns the exit code. */
-export async function runCli(argv: string[], env: Record<string, string | undefined>, streams: CliStreams): Promise<number> {
+async function runCli(argv: string[], env: Record<string, string | undefined>, streams: CliStreams): Promise<number> {
   const json = argv.includes('--json');
   const rest = argv.filter((arg) => arg !== '--json');
   let app: INestApplicationContext | null = null;

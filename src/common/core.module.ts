@@ -1,6 +1,5 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config';
-import { FixtureRegistry } from '../fixtures/fixture-registry';
 import { LOGGER, type AppLogger } from './logger';
 import { Paginator } from './pagination';
 import { ScheduledJobs } from './scheduled-jobs';
@@ -12,8 +11,8 @@ export class CoreModule {
   static forRoot(config: AppConfig, logger: AppLogger): DynamicModule {
     return {
       module: CoreModule,
-      providers: [{ provide: APP_CONFIG, useValue: config }, { provide: LOGGER, useValue: logger }, Paginator, FixtureRegistry, ScheduledJobs],
-      exports: [APP_CONFIG, LOGGER, Paginator, FixtureRegistry, ScheduledJobs],
+      providers: [{ provide: APP_CONFIG, useValue: config }, { provide: LOGGER, useValue: logger }, Paginator, ScheduledJobs],
+      exports: [APP_CONFIG, LOGGER, Paginator, ScheduledJobs],
     };
   }
 }

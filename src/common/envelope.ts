@@ -26,7 +26,7 @@ export class PagedResource<T> {
   ) {}
 }
 
-export interface SuccessEnvelope<T> {
+interface SuccessEnvelope<T> {
   data: T;
   meta: { request_id: string; next_cursor?: string | null };
 }
@@ -35,7 +35,7 @@ const RAW_RESPONSE = 'raw-response';
 /** The handler's return value is the whole body (only `GET /openapi.json`). */
 export const RawResponse = () => SetMetadata(RAW_RESPONSE, true);
 
-export function envelope<T>(result: T | Page<T> | PagedResource<T>, requestId: string): SuccessEnvelope<T | T[]> {
+function envelope<T>(result: T | Page<T> | PagedResource<T>, requestId: string): SuccessEnvelope<T | T[]> {
   if (result instanceof Page) {
     return { data: result.items, meta: { request_id: requestId, next_cursor: result.nextCursor } };
   }

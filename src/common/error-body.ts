@@ -1,7 +1,7 @@
 import { HttpException } from '@nestjs/common';
 import { ApiError, ErrorCode } from './api-error';
-import { databaseErrorState, translateDatabaseError } from './database-errors';
-import type { AppLogger } from './logger';
+import { databaseErrorState, translateDatabaseError } from '../database/database-errors';
+import { loggableError, type AppLogger } from './logger';
 
 /**
  * The HTTP status a framework error carries: Nest's HttpException, or the
@@ -14,7 +14,7 @@ function frameworkStatus(exception: unknown): number | null {
   return exception instanceof Error && typeof status === 'number' && status >= 400 && status < 600 ? status : null;
 }
 
-export interface ErrorResponseBody {
+interface ErrorResponseBody {
   error: { code: string; message: string; request_id: string; details?: Record<string, unknown> };
 }
 
@@ -29,7 +29,7 @@ export function renderErrorBody(error: ApiError, requestId: string): ErrorRespon
 }
 
 /** Nest's own HTTP exceptions and the platform's, as the API errors the contract names. */
-export function frameworkApiError(exception: unknown): ApiError | null {
+function frameworkExceptionAsApiError(exception: unknown): ApiError | null {
   const status = frameworkStatus(exception);
   if (status === 404) return new ApiError(ErrorCode.NotFound, 'No such endpoint.');
   if (status === 413) return new ApiError(ErrorCode.PayloadTooLarge, 'The request body exceeds 1 MiB.');
@@ -41,56 +41,42 @@ export function frameworkApiError(exception: unknown): ApiError | null {
   return null;
 }
 
-/**
- * The API error a thrown value is rendered as, or null when it is unexpected
- * (the filter logs it and answers 500 `internal_error`). Pure: it never logs.
- */
-export function knownApiError(exception: unknown): ApiError | null {
-  if (exception instanceof ApiError) return exception;
-  return frameworkApiError(exception) ?? translateDatabaseError(exception);
+/** An expected error as its API error, with where it came from (the filter logs a database outage). */
+function classify(exception: unknown): { error: ApiError; from: 'api' | 'framework' | 'database' } | null {
+  if (exception instanceof ApiError) return { error: exception, from: 'api' };
+  const framework = frameworkExceptionAsApiError(exception);
+  if (framework) return { error: framework, from: 'framework' };
+  const database = translateDatabaseError(exception);
+  return database ? { error: database, from: 'database' } : null;
 }
 
 /**
- * The API error a thrown value is answered with. Unexpected errors are logged
- * (with the request id, never request data) and become 500 `internal_error`
- * (a database error as such, with its SQLSTATE); an unreachable database, or
- * one that asks for a retry, is logged as a warning and becomes 503. Used by the
- * exception filter.
+ * The one way a thrown value becomes an API error: an `ApiError` as it is,
+ * the framework's HTTP exceptions and database errors translated; null for
+ * an unexpected error (a bug). Pure: it never logs.
  */
-export function resolveApiError(exception: unknown, requestId: string, logger: AppLogger): ApiError {
-  if (exception instanceof ApiError) return exception;
+export function apiErrorOf(exception: unknown): ApiError | null {
+  return classify(exception)?.error ?? null;
+}
 
-  const framework = frameworkApiError(exception);
-  if (framework) return framework;
-
-  const translated = translateDatabaseError(exception);
-  if (translated) {
-    if (translated.code === ErrorCode.ServiceUnavailable) {
-      logger.warn({ request_id: requestId, err: summarizeError(exception) }, 'database unavailable');
+/**
+ * `apiErrorOf`, or 500 `internal_error` for an unexpected error: what the
+ * exception filter answers. It logs what an operator must see, with the
+ * request id and never request data: an unexpected error (a database error
+ * as such, with its SQLSTATE), and as a warning a database that is
+ * unreachable or asks for a retry (503).
+ */
+export function apiErrorOrInternal(exception: unknown, requestId: string, logger: AppLogger): ApiError {
+  const expected = classify(exception);
+  if (expected) {
+    if (expected.from === 'database' && expected.error.code === ErrorCode.ServiceUnavailable) {
+      logger.warn({ request_id: requestId, err: loggableError(exception) }, 'database unavailable');
     }
-    return translated;
+    return expected.error;
   }
-
   // a database error with no answer of its own: still a 500, but named as the database's, with its SQLSTATE
   const sqlstate = databaseErrorState(exception);
-  if (sqlstate) logger.error({ request_id: requestId, sqlstate, err: summarizeError(exception) }, 'database error');
-  else logger.error({ request_id: requestId, err: summarizeError(exception) }, 'unhandled error');
+  if (sqlstate) logger.error({ request_id: requestId, sqlstate, err: loggableError(exception) }, 'database error');
+  else logger.error({ request_id: requestId, err: loggableError(exception) }, 'unhandled error');
   return new ApiError(ErrorCode.InternalError, 'An unexpected error occurred.');
-}
-
-/** Message, code and stack only: never request data that might carry a secret. */
-export function summarizeError(exception: unknown): Record<string, unknown> {
-  if (exception instanceof Error) {
-    // Drizzle's query errors carry the SQL parameters in their message: those
-    // may be secrets (ciphertexts, hashes, request data), so only the cause is kept.
-    const carriesParams = 'params' in exception;
-    return {
-      name: exception.name,
-      message: carriesParams ? 'database query failed' : exception.message,
-      code: (exception as { code?: unknown }).code,
-      stack: carriesParams ? undefined : exception.stack,
-      cause: exception.cause instanceof Error ? { message: exception.cause.message, code: (exception.cause as { code?: unknown }).code } : undefined,
-    };
-  }
-  return { value: String(exception) };
 }

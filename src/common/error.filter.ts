@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Inject } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { renderErrorBody, resolveApiError } from './error-body';
+import { apiErrorOrInternal, renderErrorBody } from './error-body';
 import { LOGGER, type AppLogger } from './logger';
 import { REQUEST_ID_HEADER, resolveRequestId, type RequestContext } from './request-context';
 
@@ -19,7 +19,7 @@ export class ErrorEnvelopeFilter implements ExceptionFilter {
     const adapter = this.adapterHost.httpAdapter;
     const requestId = request.requestId || resolveRequestId(undefined);
 
-    const error = resolveApiError(exception, requestId, this.logger);
+    const error = apiErrorOrInternal(exception, requestId, this.logger);
     adapter.setHeader(response, REQUEST_ID_HEADER, requestId);
     for (const [name, value] of Object.entries(error.headers ?? {})) adapter.setHeader(response, name, value);
     const body = renderErrorBody(error, requestId);

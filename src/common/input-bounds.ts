@@ -81,14 +81,14 @@ export function idPattern(kind: IdKind, options: { allowBare?: boolean } = {}): 
 }
 
 /** Nesting depth of a JSON value: 0 for scalars, 1 for a flat object or array. */
-export function jsonDepth(value: unknown): number {
+function jsonDepth(value: unknown): number {
   if (value === null || typeof value !== 'object') return 0;
   const children = Array.isArray(value) ? value : Object.values(value);
   return 1 + children.reduce<number>((max, child) => Math.max(max, jsonDepth(child)), 0);
 }
 
 /** The problem with a free-form JSON object's size or depth, or null when it is within the bounds. */
-export function jsonBoundsProblem(value: unknown): string | null {
+function jsonBoundsProblem(value: unknown): string | null {
   if (Buffer.byteLength(JSON.stringify(value) ?? '') > BOUNDS.jsonBytes) return `must be at most ${BOUNDS.jsonBytes} bytes as JSON`;
   if (jsonDepth(value) > BOUNDS.jsonDepth) return `must be nested at most ${BOUNDS.jsonDepth} levels deep`;
   return null;

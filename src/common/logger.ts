@@ -6,6 +6,26 @@ export const LOGGER = Symbol('LOGGER');
 export type AppLogger = Logger;
 
 /**
+ * A thrown value as a log field: message, code and stack only, never request
+ * data that might carry a secret.
+ */
+export function loggableError(exception: unknown): Record<string, unknown> {
+  if (exception instanceof Error) {
+    // Drizzle's query errors carry the SQL parameters in their message: those
+    // may be secrets (ciphertexts, hashes, request data), so only the cause is kept.
+    const carriesParams = 'params' in exception;
+    return {
+      name: exception.name,
+      message: carriesParams ? 'database query failed' : exception.message,
+      code: (exception as { code?: unknown }).code,
+      stack: carriesParams ? undefined : exception.stack,
+      cause: exception.cause instanceof Error ? { message: exception.cause.message, code: (exception.cause as { code?: unknown }).code } : undefined,
+    };
+  }
+  return { value: String(exception) };
+}
+
+/**
  * Structured JSON logs. Headers and bodies are never logged; the redact list
  * is a second line of defence for any object that carries a secret field.
  */

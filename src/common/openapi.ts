@@ -2,7 +2,7 @@ import { applyDecorators, type Type } from '@nestjs/common';
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, getSchemaPath } from '@nestjs/swagger';
 import { ErrorCode, statusOf } from './api-error';
 
-export class ErrorBody {
+class ErrorBody {
   @ApiProperty({ enum: Object.values(ErrorCode), description: 'Stable machine-readable code: branch on this.' })
   code!: string;
 
@@ -20,17 +20,17 @@ export class ErrorBody {
   details?: Record<string, unknown>;
 }
 
-export class ErrorEnvelope {
+class ErrorEnvelope {
   @ApiProperty({ type: ErrorBody })
   error!: ErrorBody;
 }
 
-export class ResponseMeta {
+class ResponseMeta {
   @ApiProperty({ type: 'string', nullable: true, description: 'Equals the X-Request-ID response header.' })
   request_id!: string | null;
 }
 
-export class ListResponseMeta extends ResponseMeta {
+class ListResponseMeta extends ResponseMeta {
   @ApiProperty({ type: 'string', nullable: true, description: 'Pass back as `cursor` for the next page; null on the last page.' })
   next_cursor!: string | null;
 }
@@ -82,7 +82,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 };
 
 /** A status with the description of this operation's own cases, naming their codes. */
-export interface ErrorCase {
+interface ErrorCase {
   status: number;
   description: string;
 }

@@ -47,11 +47,11 @@ describe('limit: default 25, 1 to 100, anything else → 422 validation_failed',
   ])('limit=%s is accepted', async (limit, expected) => {
     const query = await parseQuery({ limit });
     expect(query.limit).toBe(expected);
-    expect(paginator.request('agents', query).limit).toBe(expected);
+    expect(paginator.pageRequest(query, { cursorNamespace: 'agents' }).limit).toBe(expected);
   });
 
   test('no limit → 25, fetching one more to detect the end', async () => {
-    const request = paginator.request('agents', await parseQuery({}));
+    const request = paginator.pageRequest(await parseQuery({}), { cursorNamespace: 'agents' });
     expect(request).toMatchObject({ limit: DEFAULT_PAGE_SIZE, fetch: DEFAULT_PAGE_SIZE + 1, afterId: null });
   });
 
@@ -61,42 +61,42 @@ describe('limit: default 25, 1 to 100, anything else → 422 validation_failed',
 
 describe('meta.next_cursor is null whenever no further item exists', () => {
   test('fewer rows than the limit: null', () => {
-    const request = paginator.request('agents', { limit: 5 });
+    const request = paginator.pageRequest({ limit: 5 }, { cursorNamespace: 'agents' });
     const page = paginator.page(rows(3), request);
     expect(page.items).toHaveLength(3);
     expect(page.nextCursor).toBeNull();
   });
 
   test('the last page exactly full (limit rows, no extra row): null', () => {
-    const request = paginator.request('agents', { limit: 5 });
+    const request = paginator.pageRequest({ limit: 5 }, { cursorNamespace: 'agents' });
     const page = paginator.page(rows(5), request);
     expect(page.items).toHaveLength(5);
     expect(page.nextCursor).toBeNull();
   });
 
   test('an extra row: a cursor that continues after the last item shown, and the extra row is not shown', () => {
-    const request = paginator.request('agents', { limit: 5 });
+    const request = paginator.pageRequest({ limit: 5 }, { cursorNamespace: 'agents' });
     const fetched = rows(6);
     const page = paginator.page(fetched, request);
     expect(page).toBeInstanceOf(Page);
     expect(page.items).toEqual(fetched.slice(0, 5));
     expect(page.nextCursor).toEqual(expect.any(String));
     expect(page.nextCursor).toMatch(/^[A-Za-z0-9_.-]+$/); // URL-safe
-    const next = paginator.request('agents', { limit: 5, cursor: page.nextCursor! });
+    const next = paginator.pageRequest({ limit: 5, cursor: page.nextCursor! }, { cursorNamespace: 'agents' });
     expect(next.afterId).toBe(fetched[4].id);
   });
 
   test('empty list: null', () => {
-    expect(paginator.page([], paginator.request('agents', {})).nextCursor).toBeNull();
+    expect(paginator.page([], paginator.pageRequest({}, { cursorNamespace: 'agents' })).nextCursor).toBeNull();
   });
 });
 
 describe('invalid, tampered or filter-mismatched cursor → 422 validation_failed', () => {
-  const issue = (list = 'agents', filters: Record<string, unknown> = {}) =>
-    paginator.page(rows(3), paginator.request(list, { limit: 2 }, filters)).nextCursor!;
+  const issue = (cursorNamespace = 'agents', filters: Record<string, unknown> = {}) =>
+    paginator.page(rows(3), paginator.pageRequest({ limit: 2 }, { cursorNamespace, filters })).nextCursor!;
 
   test.each([['garbage'], ['a.b'], ['...'], ['x'.repeat(600)], ['eyJpIjoiYWdlbnRfMSIsImYiOiJ4In0']])('not a cursor: %s', (cursor) =>
-    expect422(() => paginator.request('agents', { cursor }), 'cursor'),
+    expect422(() => paginator.pageRequest({ cursor }, { cursorNamespace: 'agents' }), 'cursor'),
   );
 
   test('tampered payload (same MAC)', () => {
@@ -104,30 +104,31 @@ describe('invalid, tampered or filter-mismatched cursor → 422 validation_faile
     const [body, mac] = cursor.split('.');
     const payload = JSON.parse(Buffer.from(body, 'base64url').toString()) as { i: string; f: string };
     const forged = Buffer.from(JSON.stringify({ ...payload, i: 'agent_ffffffffffffffffffffffff' })).toString('base64url');
-    return expect422(() => paginator.request('agents', { cursor: `${forged}.${mac}` }), 'cursor');
+    return expect422(() => paginator.pageRequest({ cursor: `${forged}.${mac}` }, { cursorNamespace: 'agents' }), 'cursor');
   });
 
   test('tampered MAC', () => {
     const cursor = issue();
     const flipped = cursor.slice(0, -1) + (cursor.endsWith('A') ? 'B' : 'A');
-    return expect422(() => paginator.request('agents', { cursor: flipped }), 'cursor');
+    return expect422(() => paginator.pageRequest({ cursor: flipped }, { cursorNamespace: 'agents' }), 'cursor');
   });
 
   test('signed with another secret', () => {
     const foreign = new CursorCodec('another-secret-entirely-0123456789').encode({ lastId: 'agent_1', filterHash: 'x' });
-    return expect422(() => paginator.request('agents', { cursor: foreign }), 'cursor');
+    return expect422(() => paginator.pageRequest({ cursor: foreign }, { cursorNamespace: 'agents' }), 'cursor');
   });
 
   test('issued for other filters', () => {
     const cursor = issue('conversations', { source: 'embed' });
-    expect(() => paginator.request('conversations', { cursor }, { source: 'embed' })).not.toThrow();
-    return expect422(() => paginator.request('conversations', { cursor }, { source: 'dashboard' }), 'cursor');
+    expect(() => paginator.pageRequest({ cursor }, { cursorNamespace: 'conversations', filters: { source: 'embed' } })).not.toThrow();
+    return expect422(() => paginator.pageRequest({ cursor }, { cursorNamespace: 'conversations', filters: { source: 'dashboard' } }), 'cursor');
   });
 
-  test('issued for another list', () => expect422(() => paginator.request('sources', { cursor: issue('agents') }), 'cursor'));
+  test('issued under another cursor namespace', () =>
+    expect422(() => paginator.pageRequest({ cursor: issue('agents') }, { cursorNamespace: 'sources' }), 'cursor'));
 
   test('filter order and undefined filters do not matter', () => {
     const cursor = issue('conversations', { a: 1, b: 'x', c: undefined });
-    expect(paginator.request('conversations', { cursor }, { b: 'x', a: 1 }).afterId).toEqual(expect.any(String));
+    expect(paginator.pageRequest({ cursor }, { cursorNamespace: 'conversations', filters: { b: 'x', a: 1 } }).afterId).toEqual(expect.any(String));
   });
 });

@@ -8,7 +8,7 @@ import { ApiError } from './api-error';
 import { Page } from './envelope';
 
 export const DEFAULT_PAGE_SIZE = 25;
-export const MAX_PAGE_SIZE = 100;
+const MAX_PAGE_SIZE = 100;
 
 /** Strict integer parsing: `1.5`, `abc`, `1e2`, repeated params and blanks are not integers. */
 export function toStrictInt({ value }: { value: unknown }): unknown {
@@ -44,6 +44,18 @@ export interface PageRequest {
 }
 
 /**
+ * Which list a cursor belongs to, and the filters it was issued with. A
+ * cursor issued under one namespace is refused under any other, so each list
+ * has a namespace of its own: the resource's plural (`agents`), or with the
+ * parent's id for a list inside one resource (`messages:<conversation id>`).
+ */
+interface CursorScope {
+  cursorNamespace: string;
+  /** every filter of the list: a cursor is valid only with the filters it was issued for */
+  filters?: Record<string, unknown>;
+}
+
+/**
  * The one pagination helper every list endpoint uses. Cursors are bound to
  * the list they came from and to its filters, so changing either restarts the
  * traversal (a cursor is valid only with the filters it was issued for).
@@ -56,9 +68,10 @@ export class Paginator {
     this.codec = new CursorCodec(config.cursorSecret);
   }
 
-  /** `list` names the listing (e.g. `agents`, or `messages:<conversation id>`). */
-  request(list: string, query: PaginationQuery, filters: Record<string, unknown> = {}): PageRequest {
-    const hash = filterHash({ list, filters });
+  /** The page a query asks for, its cursor checked against `scope` (422 on `cursor` when it does not belong there). */
+  pageRequest(query: PaginationQuery, { cursorNamespace, filters = {} }: CursorScope): PageRequest {
+    // hashed under `list`, as before the name said what it is: cursors already handed out stay valid
+    const hash = filterHash({ list: cursorNamespace, filters });
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
     let afterId: string | null = null;
     if (query.cursor !== undefined) {

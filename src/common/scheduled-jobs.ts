@@ -23,7 +23,7 @@ export function pauseAfter(batchMs: number): Promise<void> {
 }
 
 /** A job the service runs on a cron expression; `run` answers how many rows it removed, or its batches too. */
-export interface ScheduledJob {
+interface ScheduledJob {
   name: string;
   /** null: the job is off (its setting is `off`) */
   cron: string | null;
@@ -31,7 +31,7 @@ export interface ScheduledJob {
 }
 
 /** What one run did: the one record every scheduled run produces (logged; metrics hook in here). */
-export interface ScheduledJobRun {
+interface ScheduledJobRun {
   job: string;
   outcome: 'ok' | 'failed' | 'still-running';
   duration_ms: number;

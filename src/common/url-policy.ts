@@ -287,7 +287,7 @@ export function publicSuffixLength(labels: string[]): number {
 
 // ---------- the policy ----------
 
-export interface UrlPolicyOptions {
+interface UrlPolicyOptions {
   /** the URL may carry `{{param}}` placeholders (custom tools): in path, query, fragment, and in host labels left of the registrable domain */
   allowPlaceholders?: boolean;
 }

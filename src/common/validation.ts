@@ -54,7 +54,7 @@ export const IsDateTime = (options?: ValidationOptions) =>
   );
 
 /** class-validator options of every request DTO (bodies and queries). */
-export const VALIDATOR_OPTIONS: ValidatorOptions = {
+const VALIDATOR_OPTIONS: ValidatorOptions = {
   whitelist: true,
   forbidNonWhitelisted: true,
   forbidUnknownValues: true,
@@ -167,7 +167,7 @@ export function unstorableTextPaths(value: unknown, path = '', found: FieldError
 
 // ---------- JSON taken exactly: every key name ----------
 
-export const PROTO_KEY_PROBLEM = 'must not be used as a key: JavaScript reads __proto__ as the prototype of an object, not as a field';
+const PROTO_KEY_PROBLEM = 'must not be used as a key: JavaScript reads __proto__ as the prototype of an object, not as a field';
 
 const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 /** A DTO instance (class-transformer built it from a class), as opposed to its plain copy of free-form JSON. */

@@ -10,7 +10,7 @@ import { ConnectorsRepository, type NewConnectorRow } from './connectors.reposit
 import { IsIdOf } from '../common/input-bounds';
 
 /** The contract types a tool's optional fields without null. */
-export class ConnectorToolFixture {
+class ConnectorToolFixture {
   @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
   @OptionalNonNull() @IsString() label?: string;
   @OptionalNonNull() @IsString() description?: string;
@@ -19,7 +19,7 @@ export class ConnectorToolFixture {
   @OptionalNonNull() @IsBoolean() disabled?: boolean;
 }
 
-export class ConnectorFixture {
+class ConnectorFixture {
   @IsOptional() @IsIdOf('connector') id?: string;
   @IsString() @IsNotEmpty() @MaxLength(100) type!: string;
   @IsString() @IsNotEmpty() @MaxLength(200) name!: string;

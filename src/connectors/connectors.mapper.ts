@@ -18,7 +18,7 @@ export function mapConnectorSummary(row: Omit<ConnectorRow, 'tools' | 'orgId'>):
 }
 
 /** Optional tool fields are omitted when unknown (the contract marks them optional, not nullable). */
-export function mapConnectorTool(tool: ConnectorToolRow): ConnectorToolDto {
+function mapConnectorTool(tool: ConnectorToolRow): ConnectorToolDto {
   const dto: ConnectorToolDto = { name: tool.name };
   if (tool.label !== undefined) dto.label = tool.label;
   if (tool.description !== undefined) dto.description = tool.description;

@@ -9,7 +9,7 @@ import type { ConnectorRow } from './connectors.mapper';
 
 export type NewConnectorRow = typeof connectors.$inferInsert;
 const { tools: _tools, orgId: _orgId, ...summaryColumns } = getTableColumns(connectors);
-export type ConnectorSummaryRow = Omit<ConnectorRow, 'tools' | 'orgId'>;
+type ConnectorSummaryRow = Omit<ConnectorRow, 'tools' | 'orgId'>;
 
 @Injectable()
 export class ConnectorsRepository {
@@ -17,8 +17,8 @@ export class ConnectorsRepository {
   private readonly summaries;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.detail = orgScopedById(db, connectors, 'connectors');
-    this.summaries = orgScopedPages(db, connectors, 'connectors', { columns: summaryColumns });
+    this.detail = orgScopedById(db, connectors, { statementPrefix: 'connectors' });
+    this.summaries = orgScopedPages(db, connectors, { statementPrefix: 'connectors', columns: summaryColumns });
   }
 
   findById(orgId: string, id: string): Promise<ConnectorRow | null> {

@@ -15,7 +15,7 @@ export class ConnectorsService {
   ) {}
 
   async listConnectors(orgId: string, query: PaginationQuery): Promise<Page<ConnectorSummaryDto>> {
-    const page = this.paginator.request('connectors', query);
+    const page = this.paginator.pageRequest(query, { cursorNamespace: 'connectors' });
     const rows = await this.repository.listPage(orgId, page);
     return this.paginator.page(rows, page).map(mapConnectorSummary);
   }

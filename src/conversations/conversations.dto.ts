@@ -96,7 +96,7 @@ export class ConversationDetailQuery {
   include_trigger_payload?: boolean;
 }
 
-export class ToolCallDto {
+class ToolCallDto {
   @ApiProperty() id!: string;
   @ApiProperty() name!: string;
   @ApiProperty({ description: 'JSON-serialized arguments' }) arguments!: string;

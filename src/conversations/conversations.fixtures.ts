@@ -20,14 +20,14 @@ import { ConversationsRepository, type NewConversationRow, type NewMessageRow } 
 import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
-export class ToolCallFixture {
+class ToolCallFixture {
   @IsString() @MaxLength(200) id!: string;
   @IsString() @MaxLength(200) name!: string;
   @IsString() arguments!: string;
   @IsOptional() @IsString() status?: string | null;
 }
 
-export class MessageFixture {
+class MessageFixture {
   @IsOptional() @IsIdOf('message') id?: string | null;
   @IsIn(MESSAGE_ROLES) role!: string;
   @IsString() content!: string;
@@ -39,7 +39,7 @@ export class MessageFixture {
   @IsOptional() @IsDateTime() created_at?: string | null;
 }
 
-export class ConversationFixture {
+class ConversationFixture {
   @IsOptional() @IsIdOf('conversation') id?: string;
   @IsOptional() @IsString() @MaxLength(500) title?: string | null;
   @IsIn(CONVERSATION_SOURCES) source!: string;

@@ -7,10 +7,11 @@ import { orgScopedById } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { conversations, messages } from '../database/schema';
 import type { ConversationFilters } from './conversations.filters';
+import { prepareNamed } from '../database/prepared-statements';
 
-export type ConversationRow = typeof conversations.$inferSelect;
+type ConversationRow = typeof conversations.$inferSelect;
 export type NewConversationRow = typeof conversations.$inferInsert;
-export type MessageRow = typeof messages.$inferSelect;
+type MessageRow = typeof messages.$inferSelect;
 export type NewMessageRow = typeof messages.$inferInsert;
 
 /** Everything but the trigger payload (large, personal data) and the ticket id index column. */
@@ -24,7 +25,7 @@ export type MessageViewRow = Omit<MessageRow, 'orgId' | 'conversationId'>;
 const ID_TIME = sql.raw(`to_timestamp(('x' || substr("conversations"."id", 6, 8))::bit(32)::bigint)`);
 
 /** `%`, `_` and `\` are ILIKE wildcards / the escape character: make them literal. */
-export function likeContains(text: string): string {
+function likeContains(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
@@ -130,16 +131,20 @@ export class ConversationsRepository {
   private readonly listStatements = new Map<string, { execute(values: Record<string, unknown>): Promise<ConversationSummaryRow[]> }>();
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byId = orgScopedById(db, conversations, 'conversation_detail', { columns: summaryColumns });
-    this.byIdWithPayload = orgScopedById(db, conversations, 'conversation_detail_with_payload', {
+    this.byId = orgScopedById(db, conversations, { statementPrefix: 'conversation_detail', columns: summaryColumns });
+    this.byIdWithPayload = orgScopedById(db, conversations, {
+      statementPrefix: 'conversation_detail_with_payload',
       columns: { ...summaryColumns, triggerPayload: conversations.triggerPayload },
     });
-    this.messagesOf = db
-      .select(messageColumns)
-      .from(messages)
-      .where(and(eq(messages.orgId, sql.placeholder('orgId')), eq(messages.conversationId, sql.placeholder('conversationId'))))
-      .orderBy(asc(messages.id))
-      .prepare('conversation_detail_thread');
+    this.messagesOf = prepareNamed(
+      db,
+      'conversation_detail_thread',
+      db
+        .select(messageColumns)
+        .from(messages)
+        .where(and(eq(messages.orgId, sql.placeholder('orgId')), eq(messages.conversationId, sql.placeholder('conversationId'))))
+        .orderBy(asc(messages.id)),
+    );
   }
 
   findById(orgId: string, id: string, withPayload: boolean): Promise<(ConversationSummaryRow & { triggerPayload?: unknown }) | null> {
@@ -204,7 +209,7 @@ export class ConversationsRepository {
     let statement = this.listStatements.get(plan.shape);
     if (!statement && plan.planStable && this.listStatements.size < MAX_PREPARED_SHAPES) {
       const name = `conversation_list_${createHash('sha256').update(plan.shape).digest('hex').slice(0, 16)}`;
-      statement = plan.build().prepare(name);
+      statement = prepareNamed(this.db, name, plan.build());
       this.listStatements.set(plan.shape, statement);
     }
     return (statement ?? plan.build()).execute(plan.values);

@@ -16,7 +16,7 @@ export class ConversationsService {
   ) {}
 
   async listConversations(orgId: string, request: ConversationListRequest): Promise<Page<ConversationSummaryDto>> {
-    const page = this.paginator.request('conversations', request, { ...request.filters });
+    const page = this.paginator.pageRequest(request, { cursorNamespace: 'conversations', filters: { ...request.filters } });
     const rows = await this.repository.list(orgId, request.filters, page.afterId, page.fetch);
     return this.paginator.page(rows, page).map(mapConversationSummary);
   }
@@ -32,7 +32,7 @@ export class ConversationsService {
   async listMessages(orgId: string, rawId: string, query: PaginationQuery): Promise<Page<MessageDto>> {
     const id = this.conversationId(rawId);
     // the conversation id is part of the list name, so a cursor of one thread is refused on another
-    const page = this.paginator.request(`messages:${id}`, query);
+    const page = this.paginator.pageRequest(query, { cursorNamespace: `messages:${id}` });
     const rows = await this.repository.pageMessages(orgId, id, page.afterId, page.fetch);
     if (!rows) throw ApiError.notFound('Conversation');
     return this.paginator.page(rows, page).map(mapMessage);

@@ -75,7 +75,7 @@ export class CustomToolDto {
 
 // ---------- requests ----------
 
-export class CustomToolParamInputDto {
+class CustomToolParamInputDto {
   @ApiProperty({
     minLength: 1,
     maxLength: BOUNDS.toolParameterName,
@@ -140,7 +140,7 @@ export class CustomToolCredentialsInputDto {
   password?: string;
 }
 
-export class CustomToolAuthInputDto {
+class CustomToolAuthInputDto {
   @ApiProperty({ enum: AUTH_TYPES }) @IsIn(AUTH_TYPES) type!: string;
   @ApiPropertyOptional({
     type: CustomToolCredentialsInputDto,
@@ -155,7 +155,7 @@ export class CustomToolAuthInputDto {
   credentials?: CustomToolCredentialsInputDto;
 }
 
-export class CustomToolGroupInputDto {
+class CustomToolGroupInputDto {
   @ApiProperty({ maxLength: BOUNDS.groupName }) @IsString() @IsNotEmpty() @MaxLength(BOUNDS.groupName) name!: string;
   @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.groupIcon })
   @IsOptional()

@@ -11,7 +11,7 @@ import { CustomToolsService } from './custom-tools.service';
 import { IsDateTime } from '../common/validation';
 
 /** `auth` as the API shows it. */
-export class CustomToolAuthFixture {
+class CustomToolAuthFixture {
   @IsIn(AUTH_TYPES) type!: string;
   @IsOptional() @IsString() @MaxLength(BOUNDS.headerName) header_name?: string | null;
 }
@@ -21,7 +21,7 @@ export class CustomToolAuthFixture {
  * The definition fields are the API's request DTO, so each is validated
  * exactly as POST /custom_tools validates it.
  */
-export class CustomToolFixture extends CustomToolCreateDto {
+class CustomToolFixture extends CustomToolCreateDto {
   @IsOptional() @IsIdOf('customTool') id?: string;
   @IsOptional() @Matches(/^custom_[a-z0-9_]{1,64}$/, { message: 'must be custom_ followed by lowercase letters, digits and underscores' })
   name?: string;

@@ -17,7 +17,7 @@ export class CustomToolsRepository {
   private readonly reads;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.reads = orgScopedReads(db, customTools, 'custom_tools');
+    this.reads = orgScopedReads(db, customTools, { statementPrefix: 'custom_tools' });
   }
 
   findById(orgId: string, id: string): Promise<CustomToolRow | null> {

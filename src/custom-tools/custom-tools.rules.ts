@@ -17,10 +17,10 @@ export const TOOL_TYPES = ['read', 'write'] as const;
 export const PARAM_TYPES = ['string', 'number', 'boolean', 'integer'] as const;
 export const PARAM_LOCATIONS = ['query', 'header', 'body'] as const;
 export const AUTH_TYPES = ['none', 'bearer', 'api_key', 'basic'] as const;
-export type AuthType = (typeof AUTH_TYPES)[number];
+type AuthType = (typeof AUTH_TYPES)[number];
 
-export const DEFAULT_API_KEY_HEADER = 'X-API-Key';
-export const TOOL_NAME_PREFIX = 'custom_';
+const DEFAULT_API_KEY_HEADER = 'X-API-Key';
+const TOOL_NAME_PREFIX = 'custom_';
 const MAX_SLUG_LENGTH = 48;
 
 /** RFC 9110 token: what an HTTP header name may consist of. */
@@ -58,12 +58,12 @@ export const RESERVED_HEADER_RULES =
   '`Host`, `Content-Length`, `Transfer-Encoding`, `TE`, `Trailer`, `Expect` (framing, set by the HTTP client); ' +
   '`Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade` (hop-by-hop); `Forwarded`, `X-Forwarded-*`, `X-Real-IP` (a proxy\'s statement about the client).';
 
-export function isHeaderName(value: string): boolean {
+function isHeaderName(value: string): boolean {
   return HEADER_NAME.test(value);
 }
 
 /** The one rule for a name an outbound header will carry: an HTTP token, not one the platform writes itself. */
-export function outboundHeaderNameProblem(name: string): string | null {
+function outboundHeaderNameProblem(name: string): string | null {
   if (!isHeaderName(name)) return 'must be a valid HTTP header name';
   const lower = name.toLowerCase();
   const reserved = RESERVED_HEADERS.get(lower) ?? (lower.startsWith(FORWARDING_PREFIX) ? RESERVED_HEADERS.get('forwarded')! : undefined);
@@ -73,10 +73,10 @@ export function outboundHeaderNameProblem(name: string): string | null {
 /** Control characters other than tab: CR and LF end a header (a second one is injected after them), NUL and the others are refused by servers or cut the value. */
 // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
 const HEADER_VALUE_CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
-export const HEADER_VALUE_PROBLEM = 'must not contain control characters (CR, LF, NUL and the others except tab): they would end or split the header';
+const HEADER_VALUE_PROBLEM = 'must not contain control characters (CR, LF, NUL and the others except tab): they would end or split the header';
 
 /** The one rule for a value an outbound header will carry (plain header values and credentials alike). */
-export function outboundHeaderValueProblem(value: string): string | null {
+function outboundHeaderValueProblem(value: string): string | null {
   return HEADER_VALUE_CONTROL.test(value) ? HEADER_VALUE_PROBLEM : null;
 }
 
@@ -103,7 +103,7 @@ export function firstFreeToolName(base: string, taken: Iterable<string>): string
   }
 }
 
-export interface ParamInput {
+interface ParamInput {
   name: string;
   type?: string;
   description?: string;
@@ -113,7 +113,7 @@ export interface ParamInput {
 }
 
 /** The stored group: icon and color default to null. */
-export function groupRow(group: { name: string; icon?: string | null; color?: string | null } | null | undefined): CustomToolGroupRow | null {
+function groupRow(group: { name: string; icon?: string | null; color?: string | null } | null | undefined): CustomToolGroupRow | null {
   return group ? { name: group.name, icon: group.icon ?? null, color: group.color ?? null } : null;
 }
 
@@ -121,7 +121,7 @@ export function groupRow(group: { name: string; icon?: string | null; color?: st
  * The contract's defaults: `type` string, `required` false, `in` query for GET and body
  * otherwise; `headerName` of a header parameter defaults to its name.
  */
-export function resolveParameters(params: ParamInput[], method: string): CustomToolParamRow[] {
+function resolveParameters(params: ParamInput[], method: string): CustomToolParamRow[] {
   return params.map((param) => {
     const row: CustomToolParamRow = {
       name: param.name,
@@ -170,7 +170,7 @@ export function substituteForValidation(template: string): string {
   return out;
 }
 
-export interface ToolDefinition {
+interface ToolDefinition {
   method: string;
   url: string;
   headers: Record<string, unknown>;
@@ -182,7 +182,7 @@ export interface ToolDefinition {
  * Every problem of a (merged) definition, by field. Empty when valid.
  * Placeholders need no declared parameter: undeclared ones are kept as written.
  */
-export function definitionProblems(def: ToolDefinition): FieldErrors {
+function definitionProblems(def: ToolDefinition): FieldErrors {
   const fields: FieldErrors = {};
   const declared = new Set<string>();
 
@@ -224,7 +224,7 @@ export function definitionProblems(def: ToolDefinition): FieldErrors {
   return fields;
 }
 
-export interface CredentialsInput {
+interface CredentialsInput {
   token?: string;
   apiKey?: string;
   header_name?: string;

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { encryptJson } from '../../libs/crypto/crypto';
 import { newId, parseId } from '../../libs/ids/ids';
 import { ApiError } from '../common/api-error';
-import { uniqueViolationConstraint } from '../common/database-errors';
+import { uniqueViolationConstraint } from '../database/database-errors';
 import type { Page } from '../common/envelope';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { APP_CONFIG, type AppConfig } from '../config/config';
@@ -30,7 +30,7 @@ export class CustomToolsService {
   ) {}
 
   async listCustomTools(orgId: string, query: PaginationQuery): Promise<Page<CustomToolDto>> {
-    const request = this.paginator.request('custom_tools', query);
+    const request = this.paginator.pageRequest(query, { cursorNamespace: 'custom_tools' });
     const rows = await this.repository.listPage(orgId, request);
     return this.paginator.page(rows, request).map(mapCustomTool);
   }

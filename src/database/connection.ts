@@ -12,7 +12,7 @@ import { applyMigrations } from './migration-runner';
 import { drizzlePgliteClient } from './pglite-client';
 import { PgliteDirectoryLock } from './pglite-lock';
 import { PostgresConnections } from './pg-connections';
-import { QueryErrorReporter } from './query-errors';
+import { QueryErrorReporter } from './query-error-reporter';
 import { currentScope, openTransaction, runInScope, type OpenTransaction } from './request-scope';
 import { poolerSafe, withMigrationLock } from './pooler';
 import * as schema from './schema';
@@ -29,13 +29,13 @@ export function migrationsFolder(): string {
   return join(packageRoot(), 'src', 'database', 'migrations');
 }
 
-export interface ConnectionLogger {
+interface ConnectionLogger {
   error(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
 }
 
 /** What the PostgreSQL pool holds right now (metrics read it at each scrape). */
-export interface PoolStats {
+interface PoolStats {
   total: number;
   idle: number;
   waiting: number;

@@ -13,11 +13,11 @@ export interface MigrationSession {
  * one, and they are what keeps an index change from blocking writes on a large
  * live table.
  */
-export const ONLINE_MARKER = '-- online migration';
+const ONLINE_MARKER = '-- online migration';
 
 const CONCURRENT_INDEX = /^\s*(?:--[^\n]*\n\s*)*CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+"?([a-z0-9_]+)"?/i;
 
-export function isOnline(migration: MigrationMeta): boolean {
+function isOnline(migration: MigrationMeta): boolean {
   return migration.sql[0]?.trimStart().startsWith(ONLINE_MARKER) ?? false;
 }
 

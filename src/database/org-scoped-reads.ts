@@ -2,6 +2,7 @@ import { and, desc, eq, lt, sql, type InferModelFromColumns, type SQL } from 'dr
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type { PageRequest } from '../common/pagination';
 import type { Database } from './database.types';
+import { prepareNamed } from './prepared-statements';
 
 /**
  * The prepared point read and keyset pages every organization-scoped resource
@@ -16,39 +17,49 @@ type Columns = Record<string, PgColumn>;
 /** The row a read returns: the chosen columns, or the whole table. */
 type RowOf<TColumns extends Columns> = InferModelFromColumns<TColumns>;
 
-export interface OrgScopedReadOptions<TColumns extends Columns> {
+interface OrgScopedReadOptions<TColumns extends Columns> {
+  /**
+   * The start of the prepared statements' names (`<prefix>_by_id`,
+   * `<prefix>_first_page`, `<prefix>_next_page`). Statement names belong to
+   * the connection, so each set of reads needs a prefix of its own, e.g. the
+   * table's name; a second reads over other columns or conditions of the same
+   * table takes another (`agents_live`). A prefix already used for other SQL
+   * fails at start-up (prepareNamed).
+   */
+  statementPrefix: string;
   /** The columns to return; all of the table when left out. */
   columns?: TColumns;
   /** A further condition every read applies, e.g. "not soft-deleted". */
   where?: SQL;
 }
 
-export interface OrgScopedById<Row> {
+interface OrgScopedById<Row> {
   /** The row with this id in this organization, or null (another organization's id is not found). */
   findById(orgId: string, id: string): Promise<Row | null>;
 }
 
-export interface OrgScopedPages<Row> {
+interface OrgScopedPages<Row> {
   /** Newest first, keyset on id (ids start with their creation time); fetches `page.fetch` rows. */
   listPage(orgId: string, page: PageRequest): Promise<Row[]>;
 }
 
-export type OrgScopedReads<Row> = OrgScopedById<Row> & OrgScopedPages<Row>;
+type OrgScopedReads<Row> = OrgScopedById<Row> & OrgScopedPages<Row>;
 
 function select(db: Database, table: OrgScopedTable, columns: Columns | undefined) {
   return (columns ? db.select(columns) : db.select()).from(table);
 }
 
-/** `where org_id = $orgId and id = $id`, prepared as `<name>_by_id`. */
+/** `where org_id = $orgId and id = $id`, prepared as `<statementPrefix>_by_id`. */
 export function orgScopedById<T extends OrgScopedTable, TColumns extends Columns = T['_']['columns']>(
   db: Database,
   table: T,
-  name: string,
-  options: OrgScopedReadOptions<TColumns> = {},
+  options: OrgScopedReadOptions<TColumns>,
 ): OrgScopedById<RowOf<TColumns>> {
-  const byId = select(db, table, options.columns)
-    .where(and(eq(table.orgId, sql.placeholder('orgId')), options.where, eq(table.id, sql.placeholder('id'))))
-    .prepare(`${name}_by_id`);
+  const byId = prepareNamed(
+    db,
+    `${options.statementPrefix}_by_id`,
+    select(db, table, options.columns).where(and(eq(table.orgId, sql.placeholder('orgId')), options.where, eq(table.id, sql.placeholder('id')))),
+  );
   return {
     async findById(orgId, id) {
       const [row] = await byId.execute({ orgId, id });
@@ -57,24 +68,29 @@ export function orgScopedById<T extends OrgScopedTable, TColumns extends Columns
   };
 }
 
-/** `order by id desc limit $fetch`, after `id < $afterId` past the first page; prepared as `<name>_first_page` / `<name>_next_page`. */
+/**
+ * `order by id desc limit $fetch`, after `id < $afterId` past the first page;
+ * prepared as `<statementPrefix>_first_page` / `<statementPrefix>_next_page`.
+ */
 export function orgScopedPages<T extends OrgScopedTable, TColumns extends Columns = T['_']['columns']>(
   db: Database,
   table: T,
-  name: string,
-  options: OrgScopedReadOptions<TColumns> = {},
+  options: OrgScopedReadOptions<TColumns>,
 ): OrgScopedPages<RowOf<TColumns>> {
   const inOrg = eq(table.orgId, sql.placeholder('orgId'));
-  const firstPage = select(db, table, options.columns)
-    .where(and(inOrg, options.where))
-    .orderBy(desc(table.id))
-    .limit(sql.placeholder('fetch'))
-    .prepare(`${name}_first_page`);
-  const nextPage = select(db, table, options.columns)
-    .where(and(inOrg, options.where, lt(table.id, sql.placeholder('afterId'))))
-    .orderBy(desc(table.id))
-    .limit(sql.placeholder('fetch'))
-    .prepare(`${name}_next_page`);
+  const firstPage = prepareNamed(
+    db,
+    `${options.statementPrefix}_first_page`,
+    select(db, table, options.columns).where(and(inOrg, options.where)).orderBy(desc(table.id)).limit(sql.placeholder('fetch')),
+  );
+  const nextPage = prepareNamed(
+    db,
+    `${options.statementPrefix}_next_page`,
+    select(db, table, options.columns)
+      .where(and(inOrg, options.where, lt(table.id, sql.placeholder('afterId'))))
+      .orderBy(desc(table.id))
+      .limit(sql.placeholder('fetch')),
+  );
   return {
     async listPage(orgId, page) {
       const rows =
@@ -90,8 +106,7 @@ export function orgScopedPages<T extends OrgScopedTable, TColumns extends Column
 export function orgScopedReads<T extends OrgScopedTable, TColumns extends Columns = T['_']['columns']>(
   db: Database,
   table: T,
-  name: string,
-  options: OrgScopedReadOptions<TColumns> = {},
+  options: OrgScopedReadOptions<TColumns>,
 ): OrgScopedReads<RowOf<TColumns>> {
-  return { ...orgScopedById(db, table, name, options), ...orgScopedPages(db, table, name, options) };
+  return { ...orgScopedById(db, table, options), ...orgScopedPages(db, table, options) };
 }

@@ -1,7 +1,8 @@
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { DatabaseError, Pool, type PoolClient, type PoolConfig, type QueryResult } from 'pg';
+import { isLostConnection } from './database-errors';
 import type { Database } from './database.types';
-import type { QueryErrorReporter } from './query-errors';
+import type { QueryErrorReporter } from './query-error-reporter';
 import { currentScope, openTransaction, runInScope, type OpenTransaction } from './request-scope';
 import * as schema from './schema';
 
@@ -9,22 +10,10 @@ import * as schema from './schema';
  * What a query may take beyond the server's statement_timeout before the
  * client gives up on the connection (a frozen server never answers).
  */
-export const QUERY_TIMEOUT_MARGIN_MS = 500;
+const QUERY_TIMEOUT_MARGIN_MS = 500;
 
 /** Longest wait for a connection outside a request (jobs, the CLI); a request waits until its deadline at most. */
 const MAX_CONNECT_WAIT_MS = 5_000;
-
-/**
- * Answers that say the connection was gone when the statement reached it:
- * the server terminated the backend (57P01 admin shutdown, 57P02 crash
- * shutdown), a connection-failure SQLSTATE (class 08), or the socket was
- * reset or closed under the write (ECONNRESET, EPIPE).
- */
-function isLostConnection(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string') return false;
-  return code === '57P01' || code === '57P02' || code === 'ECONNRESET' || code === 'EPIPE' || code.startsWith('08');
-}
 
 /** 08006 connection_failure: translateDatabaseError answers 503 service_unavailable. */
 function connectionLost(what: string, cause?: unknown): Error {
@@ -165,7 +154,7 @@ class Lease {
   }
 }
 
-export interface ConnectionEvents {
+interface ConnectionEvents {
   /** a checked-out or idle connection failed (node-postgres' client 'error' event) */
   connectionError(error: Error): void;
   /** the pool's 'error' event: an idle connection failed */

@@ -1,12 +1,12 @@
 import { types, type PGlite, type QueryOptions, type Transaction } from '@electric-sql/pglite';
-import { QueryErrorReporter, reportingQuery } from './query-errors';
+import { QueryErrorReporter, reportingQuery } from './query-error-reporter';
 import { openTransaction } from './request-scope';
 
 /**
  * The types drizzle-orm's PGlite driver asks to receive as text (it maps
  * them itself): timestamps, dates, intervals and their arrays, and numeric[].
  */
-export const DRIZZLE_TEXT_TYPES: ReadonlySet<number> = new Set([
+const DRIZZLE_TEXT_TYPES: ReadonlySet<number> = new Set([
   types.TIMESTAMP,
   types.TIMESTAMPTZ,
   types.INTERVAL,

@@ -20,7 +20,7 @@ export function poolerSafe(config: Pick<AppConfig, 'databasePooler'>): boolean {
 }
 
 /** Arbitrary constant shared by every instance: serializes migrations across processes. */
-export const MIGRATION_LOCK_KEY = 7_214_091_337;
+const MIGRATION_LOCK_KEY = 7_214_091_337;
 
 /** How often an instance waiting for another's migrations asks for the lock again. */
 const MIGRATION_LOCK_POLL_MS = 100;

@@ -12,7 +12,7 @@ import type { Transaction } from './database.types';
  *   if any. Every query on the injected database meanwhile runs on its
  *   connection, and a further `transaction(...)` is a savepoint of it.
  */
-export interface DatabaseScope {
+interface DatabaseScope {
   /** epoch milliseconds; null: only the per-query bound applies */
   readonly deadline: number | null;
   readonly transaction: OpenTransaction | null;
@@ -45,13 +45,13 @@ export function openTransaction(): OpenTransaction | null {
  * rollback — ends within the statement timeout plus one second whatever the
  * database does (docs/decisions.md, "Timeouts").
  */
-export const REQUEST_DATABASE_MARGIN_MS = 500;
+const REQUEST_DATABASE_MARGIN_MS = 500;
 
 /**
  * The database scope of a request from `startedAt` (its body read): the key
  * lookup of the authentication step and the handler share one budget.
  */
-export function requestDatabaseScope(startedAt: number, statementTimeoutMs: number): DatabaseScope {
+function requestDatabaseScope(startedAt: number, statementTimeoutMs: number): DatabaseScope {
   return { deadline: startedAt + statementTimeoutMs + REQUEST_DATABASE_MARGIN_MS, transaction: null };
 }
 

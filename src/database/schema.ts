@@ -247,7 +247,7 @@ export const messages = pgTable(
   (t) => [index('messages_conversation_idx').on(t.orgId, t.conversationId, t.id)],
 );
 
-export interface TriggerScheduleRow {
+interface TriggerScheduleRow {
   cron_expression: string | null;
   interval_hours: number | null;
   next_run_at: string | null;

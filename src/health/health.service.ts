@@ -6,9 +6,9 @@ import { RATE_LIMIT_STORAGE, type RateLimitStorage } from '../rate-limit/rate-li
 import { RedisRateLimitStorage } from '../rate-limit/redis-rate-limit.storage';
 
 /** How long a readiness check may wait for the database or Redis before it counts as failed. */
-export const READINESS_CHECK_TIMEOUT_MS = 1000;
+const READINESS_CHECK_TIMEOUT_MS = 1000;
 
-export type CheckResult = 'ok' | 'not_configured' | string;
+type CheckResult = 'ok' | 'not_configured' | string;
 
 export interface Readiness {
   ready: boolean;
@@ -36,7 +36,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
  * the error's class. Never its message: a query error's message carries the
  * query text and its parameters.
  */
-export function describeFailure(error: unknown): string {
+function describeFailure(error: unknown): string {
   if (error instanceof NoAnswer) return `failed: ${error.message}`;
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {

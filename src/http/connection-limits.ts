@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { AppLogger } from '../common/logger';
 import { clientKey } from '../rate-limit/rate-limiter';
 
-export interface ConnectionLimits {
+interface ConnectionLimits {
   /** open connections at most (HTTP_MAX_CONNECTIONS) */
   max: number;
   /** open connections at most from one client address (HTTP_MAX_CONNECTIONS_PER_ADDRESS) */

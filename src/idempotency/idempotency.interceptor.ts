@@ -2,8 +2,8 @@ import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } fr
 import { HttpAdapterHost } from '@nestjs/core';
 import { from, lastValueFrom, mergeMap, of, type Observable } from 'rxjs';
 import { ApiError, ErrorCode } from '../common/api-error';
-import { knownApiError, renderErrorBody, summarizeError } from '../common/error-body';
-import { LOGGER, type AppLogger } from '../common/logger';
+import { apiErrorOf, renderErrorBody } from '../common/error-body';
+import { LOGGER, loggableError, type AppLogger } from '../common/logger';
 import { pathOf, type RequestContext } from '../common/request-context';
 import { DatabaseConnection } from '../database/connection';
 import { Metrics } from '../metrics/metrics';
@@ -76,7 +76,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     try {
       existing = await this.idempotency.findLive(orgId, key, startedAt);
     } catch (error) {
-      this.logger.warn({ request_id: request.requestId, err: summarizeError(error) }, 'idempotency store unavailable');
+      this.logger.warn({ request_id: request.requestId, err: loggableError(error) }, 'idempotency store unavailable');
       throw new ApiError(
         ErrorCode.ServiceUnavailable,
         'The idempotency store is temporarily unavailable; the request was not executed. Retry with the same key.',
@@ -118,7 +118,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       return of(body);
     } catch (error) {
       if (error instanceof LostRace) return this.answerWithWinner(attempt, error);
-      const apiError = knownApiError(error);
+      const apiError = apiErrorOf(error);
       // the operation's own 4xx, rolled back: stored in its own statement, never over a live record
       if (!apiError || !isStorableStatus(apiError.status)) {
         executed();
@@ -140,7 +140,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     try {
       winner = await this.idempotency.findLive(attempt.orgId, attempt.key, attempt.startedAt);
     } catch (lookupError) {
-      this.logger.warn({ request_id: attempt.request.requestId, err: summarizeError(lookupError) }, 'idempotency store unavailable');
+      this.logger.warn({ request_id: attempt.request.requestId, err: loggableError(lookupError) }, 'idempotency store unavailable');
     }
     if (!winner) {
       if (!(error instanceof LostRace)) throw error;
@@ -174,7 +174,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     } catch (error) {
       this.logger.warn(
         // not the query error's message: its parameters are the response body being stored
-        { request_id: attempt.request.requestId, err: summarizeError(error) },
+        { request_id: attempt.request.requestId, err: loggableError(error) },
         'idempotency record not stored; the write is rolled back',
       );
       throw new ApiError(ErrorCode.ServiceUnavailable, 'The request could not be recorded and was rolled back. Retry with the same key.', undefined, {
@@ -195,7 +195,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     } catch (error) {
       this.logger.warn(
         // not the query error's message: its parameters are the response body being stored
-        { request_id: attempt.request.requestId, err: summarizeError(error) },
+        { request_id: attempt.request.requestId, err: loggableError(error) },
         'idempotency record not stored; the response is sent anyway',
       );
       return null;

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { and, asc, eq, gt, lte, sql } from 'drizzle-orm';
 import { DATABASE, type Database } from '../database/database.types';
 import { idempotencyRecords } from '../database/schema';
+import { prepareNamed } from '../database/prepared-statements';
 
 export interface IdempotencyRecord {
   fingerprint: string;
@@ -9,7 +10,7 @@ export interface IdempotencyRecord {
   body: unknown;
 }
 
-export interface NewIdempotencyRecord extends IdempotencyRecord {
+interface NewIdempotencyRecord extends IdempotencyRecord {
   key: string;
   createdAt: Date;
   expiresAt: Date;
@@ -21,18 +22,21 @@ export class IdempotencyRepository {
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
     // hot path: every POST/PATCH with a key reads this once
-    this.liveByKey = db
-      .select({ fingerprint: idempotencyRecords.fingerprint, status: idempotencyRecords.status, body: idempotencyRecords.body })
-      .from(idempotencyRecords)
-      .where(
-        and(
-          eq(idempotencyRecords.orgId, sql.placeholder('orgId')),
-          eq(idempotencyRecords.key, sql.placeholder('key')),
-          gt(idempotencyRecords.expiresAt, sql`${sql.placeholder('now')}::timestamptz`),
-        ),
-      )
-      .limit(1)
-      .prepare('idempotency_record_live_by_key');
+    this.liveByKey = prepareNamed(
+      db,
+      'idempotency_record_live_by_key',
+      db
+        .select({ fingerprint: idempotencyRecords.fingerprint, status: idempotencyRecords.status, body: idempotencyRecords.body })
+        .from(idempotencyRecords)
+        .where(
+          and(
+            eq(idempotencyRecords.orgId, sql.placeholder('orgId')),
+            eq(idempotencyRecords.key, sql.placeholder('key')),
+            gt(idempotencyRecords.expiresAt, sql`${sql.placeholder('now')}::timestamptz`),
+          ),
+        )
+        .limit(1),
+    );
   }
 
   /** The unexpired record of this key in this organization, if any. */

@@ -8,7 +8,7 @@ import { IdempotencyRepository, type IdempotencyRecord } from './idempotency.rep
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 /** Stored records expire 24 hours after the first request */
-export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['POST', 'PATCH']);
 const PURGE_BATCH_SIZE = 1000;
 

@@ -6,7 +6,7 @@ import { RawResponse } from '../common/envelope';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
 import { DOCS_PATH } from '../common/api-paths';
 
-export class BannerDto {
+class BannerDto {
   @ApiProperty({ example: 'Agent Platform REST API' }) name!: string;
   @ApiProperty({ example: 'v1' }) version!: string;
   @ApiProperty({ description: 'Where the interactive API reference lives (it reads `/api/v1/openapi.json`).', example: '/docs' }) docs!: string;

@@ -8,7 +8,7 @@ import { MAX_BODY_DEPTH } from '../common/validation';
 import { documentIdempotency } from '../idempotency/idempotency.openapi';
 import { documentRateLimits } from '../rate-limit/rate-limit.openapi';
 
-export const API_VERSION = '1.0.0';
+const API_VERSION = '1.0.0';
 
 type Json = unknown;
 
@@ -17,7 +17,7 @@ type Json = unknown;
  * `oneOf` with `{ type: "null" }` for references; strict 3.1 tools ignore
  * `nullable`. Applied to every schema object in the document.
  */
-export function convertNullable(node: Json): Json {
+function convertNullable(node: Json): Json {
   if (Array.isArray(node)) return node.map(convertNullable);
   if (node === null || typeof node !== 'object') return node;
   const source = node as Record<string, Json>;
@@ -86,7 +86,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
  * the last two skip public operations by their empty `security`, which the
  * third step sets.
  */
-export const OPENAPI_POST_PROCESSING: ReadonlyArray<{ name: string; apply(document: OpenAPIObject): OpenAPIObject | void }> = [
+const OPENAPI_POST_PROCESSING: ReadonlyArray<{ name: string; apply(document: OpenAPIObject): OpenAPIObject | void }> = [
   { name: 'OpenAPI 3.1: `nullable` becomes a type array or a oneOf with null', apply: toOpenApi31 },
   { name: 'the one server is the public API (x-internal: false)', apply: markServersPublic },
   { name: '@Public() operations need no security', apply: dropSecurityOfPublicOperations },
@@ -122,7 +122,7 @@ type OperationObject = { requestBody?: { content?: Record<string, { schema?: Sch
 const OPERATION_METHODS = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'trace'];
 
 /** Every operation of the document, with its method and path. */
-export function operationsOf(document: OpenAPIObject): Array<{ method: string; path: string; operation: OperationObject }> {
+function operationsOf(document: OpenAPIObject): Array<{ method: string; path: string; operation: OperationObject }> {
   return Object.entries(document.paths).flatMap(([path, item]) =>
     Object.entries(item as Record<string, Json>)
       .filter(([method, value]) => OPERATION_METHODS.includes(method) && value !== null && typeof value === 'object')

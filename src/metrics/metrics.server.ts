@@ -5,7 +5,7 @@ import { LOGGER, type AppLogger } from '../common/logger';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { Metrics } from './metrics';
 
-export const METRICS_PATH = '/metrics';
+const METRICS_PATH = '/metrics';
 
 /**
  * GET /metrics on its own node:http server and port (METRICS_PORT): outside

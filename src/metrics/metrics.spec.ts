@@ -1,21 +1,5 @@
 import { expectPromtoolAccepts, parseExposition, sampleValue } from '../../test/support/prometheus';
-import { Metrics, sqlstateClass } from './metrics';
-
-describe('sqlstateClass: the class of a database error, along its cause chain', () => {
-  test.each([
-    [{ code: '23505' }, '23'],
-    // drizzle 0.45 wraps the driver's error
-    [{ message: 'Failed query', cause: { code: '40P01' } }, '40'],
-    [{ cause: { cause: { code: '57014' } } }, '57'],
-    // errno codes and plain errors have no SQLSTATE
-    [{ code: 'ECONNREFUSED' }, 'none'],
-    [new Error('socket hang up'), 'none'],
-    [null, 'none'],
-    ['text', 'none'],
-  ])('%j → %s', (error, expected) => {
-    expect(sqlstateClass(error)).toBe(expected);
-  });
-});
+import { Metrics } from './metrics';
 
 describe('Metrics', () => {
   test('every series of a closed label set exists at 0 from the start; the exposition parses and promtool accepts it', async () => {

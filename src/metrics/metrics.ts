@@ -1,10 +1,11 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { sqlstateClass } from '../database/database-errors';
 
 export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired';
-export type IdempotencyOutcome = 'executed' | 'replayed' | 'conflict';
-export type RateLimitDecision = 'allowed' | 'limited';
+type IdempotencyOutcome = 'executed' | 'replayed' | 'conflict';
+type RateLimitDecision = 'allowed' | 'limited';
 /** One run of a scheduled job, as the job runner reports it (src/common/scheduled-jobs.ts). */
-export interface JobRun {
+interface JobRun {
   job: string;
   outcome: 'ok' | 'failed' | 'still-running';
   duration_ms: number;
@@ -13,14 +14,14 @@ export interface JobRun {
   longest_batch_ms?: number;
 }
 
-export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'expired'];
-export const IDEMPOTENCY_OUTCOMES: readonly IdempotencyOutcome[] = ['executed', 'replayed', 'conflict'];
-export const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = ['allowed', 'limited'];
+const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'expired'];
+const IDEMPOTENCY_OUTCOMES: readonly IdempotencyOutcome[] = ['executed', 'replayed', 'conflict'];
+const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = ['allowed', 'limited'];
 
 /** The route label of a request no route matched (404s, paths outside the API prefix). */
 export const UNMATCHED_ROUTE = 'unmatched';
 
-export interface PoolStats {
+interface PoolStats {
   /** connections open, busy or idle */
   total: number;
   idle: number;
@@ -36,23 +37,10 @@ const JOB_OUTCOMES: Record<JobRun['outcome'], string> = { ok: 'success', failed:
 // a request waits for its rate-limit count at most RATE_LIMIT_REDIS_WAIT_MS (25 ms): buckets around it
 const RATE_LIMIT_STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const JOB_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900];
-const SQLSTATE = /^[0-9A-Z]{5}$/;
 
 interface HttpSeries {
   requests: Counter.Internal;
   duration: Histogram.Internal<string>;
-}
-
-/** The SQLSTATE class (its first two characters) of a database error, looked for along the cause chain; "none" without one. */
-export function sqlstateClass(error: unknown): string {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && SQLSTATE.test(code)) return code.slice(0, 2);
-    current = (current as { cause?: unknown }).cause;
-  }
-  // connection refused or lost, client-side timeout: the driver's errors carry no SQLSTATE
-  return 'none';
 }
 
 /**

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { idPattern } from '../common/input-bounds';
 
-export class OrgCreditsDto {
+class OrgCreditsDto {
   @ApiProperty({ type: 'integer', minimum: 0 }) total!: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) used!: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) remaining!: number;
@@ -9,7 +9,7 @@ export class OrgCreditsDto {
   @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true }) reset_at?: string | null;
 }
 
-export class OrgLimitsDto {
+class OrgLimitsDto {
   @ApiProperty({ type: 'integer', minimum: 0, nullable: true, description: 'null means unlimited' }) agents!: number | null;
   @ApiProperty({ type: 'integer', minimum: 0, nullable: true }) connectors!: number | null;
   @ApiProperty({ type: 'integer', minimum: 0, nullable: true }) sources!: number | null;
@@ -18,7 +18,7 @@ export class OrgLimitsDto {
   @ApiProperty({ type: 'integer', minimum: 0, nullable: true }) custom_tool_slots!: number | null;
 }
 
-export class OrgTrialDto {
+class OrgTrialDto {
   @ApiProperty({ type: 'string', format: 'date-time', nullable: true }) start_date!: string | null;
   @ApiProperty({ type: 'string', format: 'date-time', nullable: true }) end_date!: string | null;
 }

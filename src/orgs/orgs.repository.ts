@@ -4,15 +4,16 @@ import { newId } from '../../libs/ids/ids';
 import { DATABASE, type Database } from '../database/database.types';
 import { orgs, sources, type OrgLimits } from '../database/schema';
 import type { OrgRow } from './orgs.mapper';
+import { prepareNamed } from '../database/prepared-statements';
 
-export type NewOrgRow = typeof orgs.$inferInsert;
+type NewOrgRow = typeof orgs.$inferInsert;
 
 @Injectable()
 export class OrgsRepository {
   private readonly byId;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byId = db.select().from(orgs).where(eq(orgs.id, sql.placeholder('orgId'))).prepare('orgs_by_id');
+    this.byId = prepareNamed(db, 'orgs_by_id', db.select().from(orgs).where(eq(orgs.id, sql.placeholder('orgId'))));
   }
 
   async findById(orgId: string): Promise<OrgRow | null> {

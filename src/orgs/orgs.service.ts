@@ -18,7 +18,7 @@ export interface OrgInput {
   createdAt?: Date;
 }
 
-export const DEFAULT_LIMITS: OrgLimits = {
+const DEFAULT_LIMITS: OrgLimits = {
   agents: null,
   connectors: null,
   sources: null,

@@ -7,8 +7,8 @@ import { APP_CONFIG, type AppConfig, type RateLimitBudget } from '../config/conf
 import { Metrics } from '../metrics/metrics';
 import { RATE_LIMIT_STORAGE, type RateLimitStorage, type RateWindow, type WindowUsage } from './rate-limit.storage';
 
-export const MINUTE_WINDOW = 'minute';
-export const HOUR_WINDOW = 'hour';
+const MINUTE_WINDOW = 'minute';
+const HOUR_WINDOW = 'hour';
 const WINDOWS = [
   { name: MINUTE_WINDOW, ttlMs: 60_000 },
   { name: HOUR_WINDOW, ttlMs: 3_600_000 },
@@ -24,7 +24,7 @@ export const RATE_LIMIT_HEADERS = {
 const MAX_SPENT_CLIENTS = 10_000;
 
 /** Whose budget a request counts against: its key's, or its client's (no valid key). */
-export type RateSubject = { auth: AuthContext } | { clientAddress: string | undefined };
+type RateSubject = { auth: AuthContext } | { clientAddress: string | undefined };
 
 /** The rate-limit headers of one request, and the 429 when its budget is spent. */
 export interface RateDecision {

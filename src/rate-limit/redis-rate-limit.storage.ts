@@ -12,7 +12,7 @@ import { MemoryRateLimitStorage, type RateLimitHit, type RateLimitStorage, type 
  * KEYS[i]: the counter of window i; ARGV[2i-1]: its length in ms; ARGV[2i]: its limit.
  * Returns { allowed, hits1, resetsInMs1, hits2, resetsInMs2, … }.
  */
-export const HIT_SCRIPT = `
+const HIT_SCRIPT = `
 local n = #KEYS
 local hits = {}
 local ttls = {}
@@ -51,7 +51,7 @@ const WARN_EVERY_MS = 30_000;
 /** a command Redis has not answered by then counts as a failure: the breaker opens */
 export const REDIS_COMMAND_TIMEOUT_MS = 500;
 /** while bypassed, how often a background PING asks whether Redis answers again */
-export const REDIS_PROBE_EVERY_MS = 1000;
+const REDIS_PROBE_EVERY_MS = 1000;
 
 type RedisWithHit = Redis & { rateLimitHit(...args: Array<string | number>): Promise<number[]> };
 

@@ -6,7 +6,7 @@ import { OUTBOUND_URL_RULES } from '../common/url-policy';
 import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERNS, refuseUncreatableType, SOURCE_CONFIG_RULES } from './sources.rules';
 
 export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
-export const CREATABLE_SOURCE_TYPES = ['website', 'webpage'] as const;
+const CREATABLE_SOURCE_TYPES = ['website', 'webpage'] as const;
 export const SYNC_STATUSES = ['ready', 'fetching', 'syncing', 'error'] as const;
 
 

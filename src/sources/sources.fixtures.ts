@@ -22,14 +22,14 @@ import { hasFieldErrors } from '../common/field-errors';
 import { BOUNDS, IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
-export class DocumentFixture {
+class DocumentFixture {
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(128) id?: string;
   @IsString() @IsNotEmpty() @MaxLength(500) name!: string;
   @IsOptional() @IsDateTime() created_at?: string | null;
 }
 
 /** A Source as the API shows it, plus `config` and `documents`. */
-export class SourceFixture {
+class SourceFixture {
   @IsOptional() @IsIdOf('source') id?: string;
   @IsIn(SOURCE_TYPES) type!: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) name?: string;

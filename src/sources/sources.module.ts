@@ -4,9 +4,10 @@ import { SourcesController } from './sources.controller';
 import { SourcesFixtureSection } from './sources.fixtures';
 import { SourcesRepository } from './sources.repository';
 import { SourcesService } from './sources.service';
+import { FixtureRegistryModule } from '../fixtures/fixture-registry.module';
 
 @Module({
-  imports: [OrgsModule],
+  imports: [FixtureRegistryModule, OrgsModule],
   controllers: [SourcesController],
   providers: [SourcesRepository, SourcesService, SourcesFixtureSection],
 })

@@ -20,7 +20,7 @@ export class SourcesRepository {
   private readonly reads;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.reads = orgScopedReads(db, sources, 'sources');
+    this.reads = orgScopedReads(db, sources, { statementPrefix: 'sources' });
   }
 
   findById(orgId: string, id: string): Promise<SourceRow | null> {

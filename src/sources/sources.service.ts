@@ -23,7 +23,7 @@ export class SourcesService {
   ) {}
 
   async listSources(orgId: string, query: PaginationQuery): Promise<Page<SourceDto>> {
-    const request = this.paginator.request('sources', query);
+    const request = this.paginator.pageRequest(query, { cursorNamespace: 'sources' });
     const rows = await this.repository.listPage(orgId, request);
     return this.paginator.page(rows, request).map(mapSource);
   }

@@ -6,7 +6,7 @@ import { MEMBER_ROLES } from './team.dto';
 import { TeamRepository, type NewMemberRow } from './team.repository';
 import { IsDateTime } from '../common/validation';
 
-export class MemberFixture {
+class MemberFixture {
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64) id?: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64) user_id?: string;
   @IsOptional() @IsString() @MaxLength(200) name?: string | null;

@@ -4,6 +4,7 @@ import { DATABASE, type Database } from '../database/database.types';
 import { upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
 import { members } from '../database/schema';
 import type { MemberRow } from './team.mapper';
+import { prepareNamed } from '../database/prepared-statements';
 
 export type NewMemberRow = typeof members.$inferInsert;
 
@@ -12,12 +13,15 @@ export class TeamRepository {
   private readonly byOrg;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byOrg = db
-      .select()
-      .from(members)
-      .where(eq(members.orgId, sql.placeholder('orgId')))
-      .orderBy(desc(members.id))
-      .prepare('members_by_org');
+    this.byOrg = prepareNamed(
+      db,
+      'members_by_org',
+      db
+        .select()
+        .from(members)
+        .where(eq(members.orgId, sql.placeholder('orgId')))
+        .orderBy(desc(members.id)),
+    );
   }
 
   listByOrg(orgId: string): Promise<MemberRow[]> {

@@ -2,8 +2,8 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { idPattern } from '../common/input-bounds';
 
 export const CRON_SCHEDULED_EVENT = 'cron.scheduled';
-export const CUSTOM_TRIGGER_EVENT = 'svc.custom_trigger';
-export const CUSTOM_CONNECTOR_TYPE = 'custom';
+const CUSTOM_TRIGGER_EVENT = 'svc.custom_trigger';
+const CUSTOM_CONNECTOR_TYPE = 'custom';
 
 /** A custom trigger (its connector_id is null): the `svc.custom_trigger` event or the `custom` connector type. */
 export function isCustomTrigger(trigger: { event: string; connector_type: string }): boolean {

@@ -10,7 +10,7 @@ import { TriggersRepository, type NewTriggerRow } from './triggers.repository';
 import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
-export class TriggerScheduleFixture {
+class TriggerScheduleFixture {
   @IsOptional() @IsString() @MaxLength(200) cron_expression?: string | null;
   @IsOptional() @IsInt() @Min(1) interval_hours?: number | null;
   @IsOptional() @IsDateTime() next_run_at?: string | null;
@@ -18,7 +18,7 @@ export class TriggerScheduleFixture {
   @IsOptional() @IsString() @MaxLength(100) last_run_status?: string | null;
 }
 
-export class TriggerFixture {
+class TriggerFixture {
   @IsOptional() @IsIdOf('trigger') id?: string;
   @IsOptional() @IsIdOf('agent') agent_id?: string | null;
   @IsOptional() @IsIdOf('connector') connector_id?: string | null;

@@ -2,7 +2,7 @@ import type { triggers } from '../database/schema';
 import { iso } from '../common/iso';
 import { CRON_SCHEDULED_EVENT, type TriggerDto, type TriggerScheduleDto } from './triggers.dto';
 
-export type TriggerRow = typeof triggers.$inferSelect;
+type TriggerRow = typeof triggers.$inferSelect;
 export type TriggerViewRow = Pick<
   TriggerRow,
   'id' | 'agentId' | 'connectorId' | 'connectorType' | 'event' | 'isActive' | 'conditions' | 'settings' | 'schedule' | 'createdAt' | 'updatedAt'

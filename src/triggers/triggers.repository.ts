@@ -27,7 +27,7 @@ export class TriggersRepository {
   private readonly reads;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.reads = orgScopedReads(db, triggers, 'triggers', { columns: viewColumns });
+    this.reads = orgScopedReads(db, triggers, { statementPrefix: 'triggers', columns: viewColumns });
   }
 
   findById(orgId: string, id: string): Promise<TriggerViewRow | null> {

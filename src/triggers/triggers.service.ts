@@ -15,7 +15,7 @@ export class TriggersService {
   ) {}
 
   async listTriggers(orgId: string, query: PaginationQuery): Promise<Page<TriggerDto>> {
-    const page = this.paginator.request('triggers', query);
+    const page = this.paginator.pageRequest(query, { cursorNamespace: 'triggers' });
     const rows = await this.repository.listPage(orgId, page);
     return this.paginator.page(rows, page).map(mapTrigger);
   }

@@ -144,7 +144,7 @@ describe('several instances on one PostgreSQL server', () => {
       if (result.status !== 0) throw new Error(`keys revoke exited ${result.status}: ${result.stderr}`);
       const revokedAt = Date.now();
 
-      const bitAfter = await Promise.all(
+      await Promise.all(
         instances.map(async (instance) => {
           for (;;) {
             // judged by when a request was sent, so a slow response on a loaded machine is no excuse either way
@@ -152,7 +152,7 @@ describe('several instances on one PostgreSQL server', () => {
             const res = await get(instance, '/org', key.auth);
             if (res.status === 401) {
               expect(res.body.error?.code).toBe('unauthorized');
-              return sentAfter;
+              return;
             }
             expect(res.status).toBe(200);
             // a request sent more than 5 s after the revocation must not be served
@@ -161,11 +161,11 @@ describe('several instances on one PostgreSQL server', () => {
           }
         }),
       );
-      // API_KEY_CACHE_TTL_MS (≤ 5,000) bounds it; the first refused request went out within 5 s and one poll
-      for (const ms of bitAfter) expect(ms).toBeLessThanOrEqual(5_000 + 100);
+      // API_KEY_CACHE_TTL_MS (≤ 5,000) bounds it, judged above on every request served; how soon after
+      // the expiry the first refused one went out is the test machine's doing, not the service's
       // the organization's other key still works
       for (const instance of instances) expect((await get(instance, '/org', org.auth)).status).toBe(200);
-    }, 30_000);
+    });
   });
 
   describe('SIGTERM during a burst of writes: every 2xx is in the database, none half-applied', () => {

@@ -16,7 +16,7 @@ export interface OpenApiDocument {
   components?: { schemas?: Record<string, Schema> };
 }
 
-export interface Parameter {
+interface Parameter {
   name: string;
   in: 'path' | 'query' | 'header' | 'cookie';
   required?: boolean;

@@ -9,7 +9,7 @@ import { MetricsServer } from '../../src/metrics/metrics.server';
  * announced by # TYPE) and Prometheus's own linter, `promtool check metrics`.
  */
 
-export interface Sample {
+interface Sample {
   name: string;
   labels: Record<string, string>;
   value: number;
@@ -111,16 +111,16 @@ export function sampleValue(exposition: Exposition, name: string, labels: Record
  * named *_total by prom-client, which the service cannot rename). Anything
  * else promtool reports fails the check.
  */
-export const KNOWN_DEFAULT_METRIC_LINT = [
+const KNOWN_DEFAULT_METRIC_LINT = [
   'nodejs_active_handles_total non-counter metrics should not have "_total" suffix',
   'nodejs_active_requests_total non-counter metrics should not have "_total" suffix',
   'nodejs_active_resources_total non-counter metrics should not have "_total" suffix',
 ];
 
-export type PromtoolResult = { available: false } | { available: true; status: number; problems: string[] };
+type PromtoolResult = { available: false } | { available: true; status: number; problems: string[] };
 
 /** Runs `promtool check metrics` on the exposition. */
-export function promtoolCheck(text: string): PromtoolResult {
+function promtoolCheck(text: string): PromtoolResult {
   const result = spawnSync(process.env.PROMTOOL ?? 'promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 20_000 });
   if ((result.error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') return { available: false };
   if (result.error) throw result.error;

@@ -13,7 +13,7 @@ export interface TestRedis {
 }
 
 /** The redis-server binary on PATH, or null. */
-export function findRedisServer(): string | null {
+function findRedisServer(): string | null {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
     const candidate = join(dir, 'redis-server');
     if (dir && existsSync(candidate)) return candidate;
@@ -52,7 +52,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** A throwaway redis-server on a free port, without persistence; resolves once it answers PING. */
-export async function startRedis(binary: string): Promise<TestRedis> {
+async function startRedis(binary: string): Promise<TestRedis> {
   const port = await freePort();
   const child: ChildProcess = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     stdio: 'ignore',
@@ -67,7 +67,8 @@ export async function startRedis(binary: string): Promise<TestRedis> {
   };
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   client.on('error', () => undefined);
-  const deadline = Date.now() + 10_000;
+  // a bound on the wait for a fresh child process, not a speed check: generous for a loaded machine
+  const deadline = Date.now() + 30_000;
   for (;;) {
     try {
       await client.connect();

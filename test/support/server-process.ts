@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 const ROOT = join(__dirname, '..', '..');
-export const BUILT_SERVER = join(ROOT, 'dist', 'src', 'main.js');
+const BUILT_SERVER = join(ROOT, 'dist', 'src', 'main.js');
 
 /** A real `node dist/src/main.js` process, as deployed (one of several instances). */
 export interface ServerProcess {
@@ -32,7 +32,7 @@ export function freePort(): Promise<number> {
  * stale dist/ under its lock, so test files that spawn servers never race a
  * tsc rewriting the files under them; otherwise dist/ must have been built.
  */
-export function assertBuilt(): void {
+function assertBuilt(): void {
   const builder = join(ROOT, 'scripts', 'build-if-stale.cjs');
   if (existsSync(builder)) (require(builder) as { buildIfStale(): void }).buildIfStale();
   if (!existsSync(BUILT_SERVER)) throw new Error(`${BUILT_SERVER} is missing: run npm run build first (CI builds before test:pg)`);
@@ -66,7 +66,7 @@ export async function startServer(env: Record<string, string>, options: { waitRe
   return server;
 }
 
-export async function waitReady(server: ServerProcess, timeoutMs = 60_000): Promise<void> {
+async function waitReady(server: ServerProcess, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (server.child.exitCode !== null) throw new Error(`server exited with ${server.child.exitCode}: ${server.output().slice(-2000)}`);

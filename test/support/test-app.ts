@@ -25,7 +25,7 @@ export interface TestApp {
 }
 
 /** Shared by every test file of a run, so a leak test can read all of them. */
-export const TEST_ENCRYPTION_KEY = parseKey32(newSecretKey())!;
+const TEST_ENCRYPTION_KEY = parseKey32(newSecretKey())!;
 
 async function openTestDatabase(config: AppConfig, logger: AppLogger): Promise<DatabaseConnection> {
   if (config.databaseUrl) {
@@ -39,7 +39,7 @@ async function openTestDatabase(config: AppConfig, logger: AppLogger): Promise<D
   return DatabaseConnection.fromPglite(client);
 }
 
-export interface TestAppOptions {
+interface TestAppOptions {
   /** test-only modules to mount beside the production ones (e.g. controllers with write routes) */
   imports?: NonNullable<ModuleMetadata['imports']>;
 }

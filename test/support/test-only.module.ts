@@ -2,7 +2,7 @@ import { Body, Controller, Get, Module, Post } from '@nestjs/common';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
 import { RequireScope } from '../../src/auth/auth.decorators';
 
-export class EchoBody {
+class EchoBody {
   @IsString() @MaxLength(100) name!: string;
   @IsOptional() @IsString() note?: string;
 }
@@ -14,7 +14,7 @@ export class EchoBody {
  * resource modules bring real ones. Mounted only by the tests that import it.
  */
 @Controller('test-only')
-export class TestOnlyController {
+class TestOnlyController {
   @Post('echo')
   @RequireScope('org:read')
   echo(@Body() body: EchoBody): EchoBody {

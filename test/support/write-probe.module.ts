@@ -5,7 +5,7 @@ import { and, eq, isNull } from 'drizzle-orm';
 import { newId } from '../../libs/ids/ids';
 import { Auth, RequireScope } from '../../src/auth/auth.decorators';
 import { ApiError, ErrorCode } from '../../src/common/api-error';
-import { uniqueViolationConstraint } from '../../src/common/database-errors';
+import { uniqueViolationConstraint } from '../../src/database/database-errors';
 import { ApiEnvelope, ApiErrors } from '../../src/common/openapi';
 import type { AuthContext } from '../../src/common/request-context';
 import { DATABASE, type Database } from '../../src/database/database.types';

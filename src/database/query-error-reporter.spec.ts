@@ -1,4 +1,4 @@
-import { QueryErrorReporter, reportingQuery } from './query-errors';
+import { QueryErrorReporter, reportingQuery } from './query-error-reporter';
 
 const failure = Object.assign(new Error('duplicate key'), { code: '23505' });
 

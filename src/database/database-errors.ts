@@ -1,10 +1,13 @@
-import { ApiError, ErrorCode } from './api-error';
+import { ApiError, ErrorCode } from '../common/api-error';
 
 /**
- * The one place database errors become API errors. Drizzle 0.45
+ * The one place database errors are classified, whichever engine: as the
+ * API error they are answered with, by SQLSTATE (logs, metrics), as a lost
+ * connection (the pool), as a unique violation (domain 409s). Drizzle 0.45
  * wraps driver errors, so the PostgreSQL code is looked for on the error and
  * along its `cause` chain.
  */
+
 /**
  * Connection failures are told by their code alone: the socket's errno, a
  * SQLSTATE of class 08 or 57P, or the code the database layer gives the
@@ -82,6 +85,27 @@ export function databaseErrorState(error: unknown): string | null {
     if (typeof link.code === 'string' && SQLSTATE.test(link.code) && typeof link.severity === 'string') return link.code;
   }
   return null;
+}
+
+/** The SQLSTATE class (its first two characters) of a failed query, for metrics; "none" without one. */
+export function sqlstateClass(error: unknown): string {
+  for (const link of causeChain(error)) {
+    if (typeof link.code === 'string' && SQLSTATE.test(link.code)) return link.code.slice(0, 2);
+  }
+  // connection refused or lost, client-side timeout: the driver's errors carry no SQLSTATE
+  return 'none';
+}
+
+/**
+ * A driver's answer that says the connection was gone when the statement
+ * reached it: the server terminated the backend (57P01 admin shutdown, 57P02
+ * crash shutdown), a connection-failure SQLSTATE (class 08), or the socket
+ * was reset or closed under the write (ECONNRESET, EPIPE).
+ */
+export function isLostConnection(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return false;
+  return code === '57P01' || code === '57P02' || code === 'ECONNRESET' || code === 'EPIPE' || code.startsWith('08');
 }
 
 /** The unique constraint a 23505 error names, if any (for domain-specific 409 codes). */

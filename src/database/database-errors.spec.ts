@@ -1,5 +1,5 @@
-import { ErrorCode } from './api-error';
-import { databaseErrorState, translateDatabaseError } from './database-errors';
+import { ErrorCode } from '../common/api-error';
+import { databaseErrorState, isLostConnection, sqlstateClass, translateDatabaseError } from './database-errors';
 
 // Drizzle 0.45 wraps the driver's error: the PostgreSQL code is on `cause`
 const wrapped = (code: string, message = 'db error') => Object.assign(new Error('Failed query: ...'), { cause: Object.assign(new Error(message), { code }) });
@@ -45,5 +45,38 @@ describe('databaseErrorState', () => {
   it('is null for errors that are not the database server’s', () => {
     expect(databaseErrorState(new Error('boom'))).toBeNull();
     expect(databaseErrorState(Object.assign(new Error('operation not permitted'), { code: 'EPERM', syscall: 'open' }))).toBeNull();
+  });
+});
+
+describe('sqlstateClass: the class of a database error, along its cause chain', () => {
+  test.each([
+    [{ code: '23505' }, '23'],
+    // drizzle 0.45 wraps the driver's error
+    [{ message: 'Failed query', cause: { code: '40P01' } }, '40'],
+    [{ cause: { cause: { code: '57014' } } }, '57'],
+    // errno codes and plain errors have no SQLSTATE
+    [{ code: 'ECONNREFUSED' }, 'none'],
+    [new Error('socket hang up'), 'none'],
+    [null, 'none'],
+    ['text', 'none'],
+  ])('%j → %s', (error, expected) => {
+    expect(sqlstateClass(error)).toBe(expected);
+  });
+});
+
+describe('isLostConnection: the connection was gone when the statement reached it', () => {
+  test.each([
+    [{ code: '57P01' }, true],
+    [{ code: '57P02' }, true],
+    [{ code: '08006' }, true],
+    [{ code: 'ECONNRESET' }, true],
+    [{ code: 'EPIPE' }, true],
+    // the statement's own failures, and a timeout that left the connection usable
+    [{ code: '57014' }, false],
+    [{ code: '23505' }, false],
+    [new Error('no code'), false],
+    [null, false],
+  ])('%j → %s', (error, expected) => {
+    expect(isLostConnection(error)).toBe(expected);
   });
 });
