@@ -39,7 +39,9 @@ export async function withMigrationLock<T>(connectionString: string, fn: () => P
   await holder.connect();
   try {
     await holder.query('begin');
-    await holder.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    // a literal, not a parameter: after an extended-protocol query the idle transaction keeps its
+    // snapshot's xmin, and CREATE INDEX CONCURRENTLY on the migrations' own connection waits for it forever
+    await holder.query(`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);
     const result = await fn();
     await holder.query('commit');
     return result;
