@@ -121,10 +121,11 @@ describe('Agent analytics from the rollups', () => {
     if (roll < 0.8) return [pick(TICKETS)];
     return [...new Set([pick(TICKETS), pick(TICKETS)])];
   };
-  const conversationRow = (agentIds: string[]): Omit<NewConversationRow, 'orgId'> => {
+  const conversationRow = (orgId: string, agentIds: string[]): NewConversationRow => {
     const source = pick(SOURCES);
     return {
       id: newId('conversation'),
+      orgId,
       title: 'A conversation',
       source,
       agentId: random() < 0.1 ? null : pick(agentIds),
@@ -160,10 +161,15 @@ describe('Agent analytics from the rollups', () => {
     for (const agentId of agentIds) {
       for (const [since, until] of windows()) {
         const window = `${agentId} ${since.toISOString()} .. ${until.toISOString()}`;
-        const totals = await analytics.totals(orgId, agentId, since, until, new Date(0));
-        expect({ window, totals }).toEqual({ window, totals: await referenceTotals(db, orgId, agentId, since, until) });
-        const days = await analytics.daily(orgId, agentId, since, until, until.toISOString().slice(0, 10), 1000);
-        expect({ window, days }).toEqual({ window, days: await referenceDaily(db, orgId, agentId, since, until) });
+        const usage = await analytics.agentUsage(orgId, agentId, { since, until, trashWindowStart: new Date(0) }, { fromDay: until.toISOString().slice(0, 10), fetch: 1000 });
+        expect({ window, usage }).toEqual({
+          window,
+          usage: { totals: await referenceTotals(db, orgId, agentId, since, until), days: await referenceDaily(db, orgId, agentId, since, until) },
+        });
+        // a page from the middle of the series
+        const middle = new Date((since.getTime() + until.getTime()) / 2).toISOString().slice(0, 10);
+        const page = await analytics.agentUsage(orgId, agentId, { since, until, trashWindowStart: new Date(0) }, { fromDay: middle, fetch: 3 });
+        expect({ window, days: page?.days }).toEqual({ window, days: usage!.days.filter((day) => day.id <= middle).slice(0, 3) });
       }
     }
     // the triggers' running sums equal a count from scratch
@@ -179,7 +185,7 @@ describe('Agent analytics from the rollups', () => {
 
     // one row per statement
     for (let i = 0; i < 40; i += 1) {
-      const { id: _id, ...row } = conversationRow(agentIds);
+      const { id: _id, orgId: _org, ...row } = conversationRow(org.orgId, agentIds);
       await insertConversation(db, org.orgId, { ...row }, []);
       // insertConversation derives ticket ids from metadata: put the random ones back
       await db.execute(sql`update conversations set ticket_ids = array(select jsonb_array_elements_text(${JSON.stringify(row.ticketIds)}::jsonb)), message_count = ${row.messageCount} where org_id = ${org.orgId} and id = (
@@ -195,7 +201,7 @@ describe('Agent analytics from the rollups', () => {
     // the fixture loader: INSERT … ON CONFLICT DO UPDATE, new rows and rewritten ones in one statement
     const conversations = t.app.get(ConversationsRepository);
     const existing = (await rows(db, sql`select id from conversations where org_id = ${org.orgId} order by id limit 30`)).map((row) => String(row.id));
-    const upserts = [...existing.map((id) => ({ ...conversationRow(agentIds), id })), ...Array.from({ length: 30 }, () => conversationRow(agentIds))];
+    const upserts = [...existing.map((id) => ({ ...conversationRow(org.orgId, agentIds), id })), ...Array.from({ length: 30 }, () => conversationRow(org.orgId, agentIds))];
     await conversations.upsertMany(org.orgId, upserts, new Map());
     await expectExact(org.orgId, agentIds);
 
@@ -216,8 +222,11 @@ describe('Agent analytics from the rollups', () => {
     await insertConversation(db, org.orgId, { agentId: trashed, createdAt: new Date(D0 + 5 * DAY_MS + 7), metadata: { ticketId: 'T1' } });
     const since = new Date(D0 + 1);
     const until = new Date(D0 + 9 * DAY_MS - 1);
-    expect(await analytics.totals(org.orgId, trashed, since, until, new Date(D0))).toEqual(await referenceTotals(db, org.orgId, trashed, since, until));
-    expect(await analytics.totals(org.orgId, trashed, since, until, new Date(D0 + 11 * DAY_MS))).toBeNull();
+    const page = { fromDay: '2026-03-09', fetch: 30 };
+    const kept = await analytics.agentUsage(org.orgId, trashed, { since, until, trashWindowStart: new Date(D0) }, page);
+    expect(kept?.totals).toEqual(await referenceTotals(db, org.orgId, trashed, since, until));
+    expect(kept?.totals.distinctTickets).toBe(1);
+    expect(await analytics.agentUsage(org.orgId, trashed, { since, until, trashWindowStart: new Date(D0 + 11 * DAY_MS) }, page)).toBeNull();
   });
 
   it('drops an organization’s rollups with the organization', async () => {

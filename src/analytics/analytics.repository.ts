@@ -74,17 +74,28 @@ export class AnalyticsRepository {
   }
 
   /**
-   * Totals over [since, until] for one agent, in the same query that proves the
-   * agent exists in the organization (null when it does not). A soft-deleted
-   * agent keeps its analytics while in the trash, and has none once it was
-   * deleted before `trashWindowStart` (whether or not the purge has run yet).
+   * One agent's usage over [since, until] in one statement, which also proves
+   * the agent exists in the organization (null when it does not): the totals,
+   * and a page of the daily series, newest first: `fetch` UTC days from
+   * `fromDay` (inclusive) back to the day of `since`, each with the aggregates
+   * of the conversations created that day inside the window (empty days are
+   * zeros). A soft-deleted agent keeps its analytics while in the trash, and
+   * has none once it was deleted before `trashWindowStart` (whether or not the
+   * purge has run yet).
    *
    * Distinct tickets: those of the whole days (each counted on its first day
    * there, see agent_daily_tickets), plus those of the partial days that the
    * whole days do not have.
    */
-  async totals(orgId: string, agentId: string, since: Date, until: Date, trashWindowStart: Date): Promise<AnalyticsTotalsRow | null> {
+  async agentUsage(
+    orgId: string,
+    agentId: string,
+    window: { since: Date; until: Date; trashWindowStart: Date },
+    page: { fromDay: string; fetch: number },
+  ): Promise<{ totals: AnalyticsTotalsRow; days: AnalyticsDayRow[] } | null> {
+    const { since, until } = window;
     const parts = windowParts(since, until);
+    const whole = (column: SQL) => this.wholeDays(parts, column);
     const result = await this.db.execute(sql`
       with edge as (${this.edgeRows(orgId, agentId, parts)}),
       sums as (
@@ -97,7 +108,31 @@ export class AnalyticsRepository {
         select sum(conversations), sum(messages), sum(credits_used), sum(autonomous), sum(simulations),
           sum(dashboard), sum(autonomous_source), sum(embed), sum(sub_agent)
         from agent_daily_usage
-        where org_id = ${orgId} and agent_id = ${agentId} and ${this.wholeDays(parts, sql`day`)}
+        where org_id = ${orgId} and agent_id = ${agentId} and ${whole(sql`day`)}
+      ),
+      days as (
+        select d::date as day
+        -- timestamp without time zone throughout, so the session's TimeZone cannot shift a day
+        from generate_series(${page.fromDay}::date::timestamp, (${since}::timestamptz at time zone 'UTC')::date::timestamp, interval '-1 day') as d
+        limit ${page.fetch}
+      ),
+      counted as (
+        select day, sum(conversations) as conversations, sum(messages) as messages, sum(credits_used) as credits_used, sum(autonomous) as autonomous
+        from (
+          select day, conversations, messages, credits_used, autonomous from agent_daily_usage
+          where org_id = ${orgId} and agent_id = ${agentId} and ${whole(sql`day`)}
+            and day >= (select min(day) from days) and day <= (select max(day) from days)
+          union all
+          select (created_at at time zone 'UTC')::date, 1, message_count, credits_used, autonomous::int from edge
+        ) u
+        group by day
+      ),
+      series as (
+        select to_char(days.day, 'YYYY-MM-DD') as day, coalesce(counted.conversations, 0)::int as conversations,
+          coalesce(counted.messages, 0)::float8 as messages, coalesce(counted.credits_used, 0)::float8 as credits_used,
+          coalesce(counted.autonomous, 0)::int as autonomous
+        from days
+        left join counted on counted.day = days.day
       )
       select
         coalesce(sum(s.conversations), 0)::int as conversations,
@@ -110,75 +145,40 @@ export class AnalyticsRepository {
         coalesce(sum(s.embed), 0)::int as embed,
         coalesce(sum(s.sub_agent), 0)::int as sub_agent,
         ((select coalesce(sum(tickets), 0) from agent_daily_tickets
-            where org_id = ${orgId} and agent_id = ${agentId} and ${this.wholeDays(parts, sql`day`)}
-              and previous_day < ${parts.whole?.first ?? null}::date)
+            where org_id = ${orgId} and agent_id = ${agentId} and ${whole(sql`day`)} and previous_day < ${parts.whole?.first ?? null}::date)
           + (select count(*) from (select distinct ticket from edge, unnest(edge.ticket_ids) as ticket where ticket is not null) e
             where not exists (select from agent_ticket_days d
-              where d.org_id = ${orgId} and d.agent_id = ${agentId} and d.ticket = e.ticket and ${this.wholeDays(parts, sql`d.day`)}))
-        )::int as distinct_tickets
+              where d.org_id = ${orgId} and d.agent_id = ${agentId} and d.ticket = e.ticket and ${whole(sql`d.day`)}))
+        )::int as distinct_tickets,
+        (select coalesce(json_agg(json_build_array(day, conversations, messages, credits_used, autonomous) order by day desc), '[]'::json) from series) as days
       from agents a
       cross join sums s
-      where a.org_id = ${orgId} and a.id = ${agentId} and (a.deleted_at is null or a.deleted_at >= ${trashWindowStart})
+      where a.org_id = ${orgId} and a.id = ${agentId} and (a.deleted_at is null or a.deleted_at >= ${window.trashWindowStart})
       group by a.id
     `);
     const row = (result as unknown as { rows: Raw[] }).rows[0];
     if (!row) return null;
+    const days = (typeof row.days === 'string' ? JSON.parse(row.days) : row.days) as Array<[string, number, number, number, number]>;
     return {
-      conversations: num(row.conversations),
-      messages: num(row.messages),
-      creditsUsed: num(row.credits_used),
-      autonomous: num(row.autonomous),
-      simulations: num(row.simulations),
-      dashboard: num(row.dashboard),
-      autonomousSource: num(row.autonomous_source),
-      embed: num(row.embed),
-      subAgent: num(row.sub_agent),
-      distinctTickets: num(row.distinct_tickets),
+      totals: {
+        conversations: num(row.conversations),
+        messages: num(row.messages),
+        creditsUsed: num(row.credits_used),
+        autonomous: num(row.autonomous),
+        simulations: num(row.simulations),
+        dashboard: num(row.dashboard),
+        autonomousSource: num(row.autonomous_source),
+        embed: num(row.embed),
+        subAgent: num(row.sub_agent),
+        distinctTickets: num(row.distinct_tickets),
+      },
+      days: days.map(([id, conversations, messages, creditsUsed, autonomous]) => ({
+        id,
+        conversations: num(conversations),
+        messages: num(messages),
+        creditsUsed: num(creditsUsed),
+        autonomous: num(autonomous),
+      })),
     };
-  }
-
-  /**
-   * Daily series, newest first: UTC days from `fromDay` (inclusive) back to the
-   * day of `since`, `fetch` of them, each with the aggregates of the
-   * conversations created that day inside [since, until]. Empty days are zeros.
-   */
-  async daily(orgId: string, agentId: string, since: Date, until: Date, fromDay: string, fetch: number): Promise<AnalyticsDayRow[]> {
-    const parts = windowParts(since, until);
-    const result = await this.db.execute(sql`
-      with days as (
-        select d::date as day
-        -- timestamp without time zone throughout, so the session's TimeZone cannot shift a day
-        from generate_series(${fromDay}::date::timestamp, (${since}::timestamptz at time zone 'UTC')::date::timestamp, interval '-1 day') as d
-        limit ${fetch}
-      ),
-      edge as (${this.edgeRows(orgId, agentId, parts)}),
-      counted as (
-        select day, sum(conversations) as conversations, sum(messages) as messages, sum(credits_used) as credits_used, sum(autonomous) as autonomous
-        from (
-          select day, conversations, messages, credits_used, autonomous from agent_daily_usage
-          where org_id = ${orgId} and agent_id = ${agentId} and ${this.wholeDays(parts, sql`day`)}
-            and day >= (select min(day) from days) and day <= (select max(day) from days)
-          union all
-          select (created_at at time zone 'UTC')::date, 1, message_count, credits_used, autonomous::int from edge
-        ) u
-        group by day
-      )
-      select
-        to_char(days.day, 'YYYY-MM-DD') as day,
-        coalesce(counted.conversations, 0)::int as conversations,
-        coalesce(counted.messages, 0)::float8 as messages,
-        coalesce(counted.credits_used, 0)::float8 as credits_used,
-        coalesce(counted.autonomous, 0)::int as autonomous
-      from days
-      left join counted on counted.day = days.day
-      order by days.day desc
-    `);
-    return (result as unknown as { rows: Raw[] }).rows.map((row) => ({
-      id: String(row.day),
-      conversations: num(row.conversations),
-      messages: num(row.messages),
-      creditsUsed: num(row.credits_used),
-      autonomous: num(row.autonomous),
-    }));
   }
 }

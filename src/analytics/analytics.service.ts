@@ -31,11 +31,10 @@ export class AnalyticsService {
       until: query.until?.toISOString(),
     });
     // an agent soft-deleted beyond the trash window is not found, as on every agent path
-    const totals = await this.repository.totals(orgId, agentId, since, until, trashWindowStart());
-    if (!totals) throw new ApiError(ErrorCode.AgentNotFound, 'Agent not found.');
-
     const firstDay = page.afterId === null ? utcDay(until) : utcDay(new Date(Date.parse(`${page.afterId}T00:00:00Z`) - DAY_MS));
-    const days = firstDay < utcDay(since) ? [] : await this.repository.daily(orgId, agentId, since, until, firstDay, page.fetch);
+    const usage = await this.repository.agentUsage(orgId, agentId, { since, until, trashWindowStart: trashWindowStart() }, { fromDay: firstDay, fetch: page.fetch });
+    if (!usage) throw new ApiError(ErrorCode.AgentNotFound, 'Agent not found.');
+    const { totals, days } = usage;
     const series = this.paginator.page(days, page);
     return new PagedResource(
       {
