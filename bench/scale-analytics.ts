@@ -8,12 +8,14 @@
  * backfills it), starts the service on the database `npm run bench:scale`
  * seeded, and prints p50/p99 through HTTP for the default window, one year
  * back, two years back, a window whose edges cut days, and the second page of
- * the year's daily series. DB_STATEMENT_TIMEOUT_MS raised lets a slow case
+ * the year's daily series; then compares one window's totals with a direct
+ * aggregate over the conversations. DB_STATEMENT_TIMEOUT_MS raised lets a slow case
  * finish instead of answering 503.
  */
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { loadavg } from 'node:os';
+import { Client } from 'pg';
 import { AppModule } from '../src/app.module';
 import { ApiKeysService } from '../src/auth/api-keys.service';
 import { APP_OPTIONS, configureApp, createHttpAdapter } from '../src/bootstrap';
@@ -81,7 +83,25 @@ async function main(): Promise<void> {
     times.sort((a, b) => a - b);
     console.log(`${name.padEnd(48)}\tp50 ${percentile(times, 0.5).toFixed(1)} ms\tp99 ${percentile(times, 0.99).toFixed(1)} ms\tload ${load()}`);
   }
-  console.log(`one year totals: ${await get(year).then((body) => JSON.stringify(body.data?.totals), (error: Error) => error.message)}`);
+  // the answer against a direct aggregate over the conversations, for the window whose edges cut days
+  const [, edgesPath] = cases[cases.length - 1];
+  const params = new URLSearchParams(edgesPath.split('?')[1]);
+  const answered = (await get(edgesPath)).data?.totals;
+  const client = new Client({ connectionString: process.env.DATABASE_URL });
+  await client.connect();
+  const { rows } = await client.query(
+    `with w as (select * from conversations where org_id = $1 and agent_id = $2 and created_at >= $3 and created_at <= $4)
+     select count(*)::int as conversations, coalesce(sum(message_count), 0)::float8 as messages, coalesce(sum(credits_used), 0)::float8 as credits_used,
+       (count(*) filter (where autonomous))::int as autonomous, (count(*) filter (where not autonomous))::int as non_autonomous,
+       (count(*) filter (where is_simulation))::int as simulations, (select count(distinct t)::int from w, unnest(w.ticket_ids) t) as distinct_tickets,
+       json_build_object('dashboard', count(*) filter (where source = 'dashboard'), 'autonomous', count(*) filter (where source = 'autonomous'),
+         'embed', count(*) filter (where source = 'embed'), 'sub-agent', count(*) filter (where source = 'sub-agent')) as by_source
+     from w`,
+    [BIG_ORG, busiest, params.get('since'), params.get('until')],
+  );
+  await client.end();
+  const same = JSON.stringify(answered) === JSON.stringify(rows[0]);
+  console.log(`400-day totals ${same ? 'equal' : 'DIFFER from'} the direct aggregate: ${JSON.stringify(answered)}${same ? '' : ` vs ${JSON.stringify(rows[0])}`}`);
   await app.close();
 }
 
