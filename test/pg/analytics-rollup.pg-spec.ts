@@ -8,7 +8,8 @@ import { createTestApp, type TestApp } from '../support/test-app';
  * The rollup backfill on a live table: a recount of one agent replaces its
  * rollup rows with a count of its conversations, so it must neither miss a
  * write in flight nor count one twice. Writers hold a shared lock per agent
- * they changed until they commit, the recount takes it exclusively: it waits
+ * they changed until they commit (agents share 1,024 such locks), the
+ * recount takes it exclusively: it waits
  * for an open writer of its agent (never for another agent's), and a writer
  * that comes while it runs waits for it.
  */
@@ -54,8 +55,12 @@ describe('agent usage rollups: recount beside concurrent writers', () => {
   it('a recount waits for an open writer of its agent, not of another agent, and counts its row once', async () => {
     const org = await createOrg(t.app);
     const agentId = await insertAgent(t.connection.db, org.orgId);
-    const otherAgent = await insertAgent(t.connection.db, org.orgId);
     const [writer, recounter, reader] = [await connect(), await connect(), await connect()];
+    // agents share 1,024 locks: another agent whose lock is not this one's
+    const bucket = async (id: string) => (await reader.query(`select hashtext($1 || '/' || $2) & 1023 as b`, [org.orgId, id])).rows[0].b as number;
+    let otherId = newId('agent');
+    while ((await bucket(otherId)) === (await bucket(agentId))) otherId = newId('agent');
+    const otherAgent = await insertAgent(t.connection.db, org.orgId, { id: otherId });
     await insert(reader, org.orgId, agentId);
 
     await writer.query('begin');

@@ -40,7 +40,7 @@ CREATE TABLE IF NOT EXISTS "agent_daily_tickets" (
 );
 --> statement-breakpoint
 -- Applies one statement's changed conversations as signed deltas. Every step is set-based over the transition tables (dynamic SQL sees them too), so a 10 M-row INSERT … SELECT costs a few grouped passes, not a trigger call per row.
--- A writer holds a shared advisory lock per (organization, agent) it changed until it commits; the recount below takes it exclusively, so a recount never misses nor double-counts a concurrent write.
+-- A writer holds a shared advisory lock per (organization, agent) it changed until it commits; the recount below takes it exclusively, so a recount never misses nor double-counts a concurrent write. The pairs share 1,024 locks (hash buckets): a statement that changes the conversations of any number of agents holds at most that many, well inside the lock table.
 -- Deltas of an organization being deleted are dropped: its rollup rows go by the cascade.
 CREATE OR REPLACE FUNCTION "conversations_usage_rollup"() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -63,7 +63,7 @@ BEGIN
       '(n.org_id, n.agent_id, n.created_at, n.message_count, n.credits_used, n.autonomous, n.is_simulation, n.source, n.ticket_ids) IS NOT DISTINCT FROM (o.org_id, o.agent_id, o.created_at, o.message_count, o.credits_used, o.autonomous, o.is_simulation, o.source, o.ticket_ids)');
   END IF;
 
-  EXECUTE format('SELECT count(pg_advisory_xact_lock_shared(hashtext(''conversations_usage''), hashtext(org_id || ''/'' || agent_id))) FROM (SELECT DISTINCT org_id, agent_id FROM (%s) c) k', changed);
+  EXECUTE format('SELECT count(pg_advisory_xact_lock_shared(hashtext(''conversations_usage''), bucket)) FROM (SELECT DISTINCT hashtext(org_id || ''/'' || agent_id) & 1023 AS bucket FROM (%s) c) k', changed);
 
   EXECUTE format($q$
     INSERT INTO agent_daily_usage AS u (org_id, agent_id, day, conversations, messages, credits_used, autonomous, simulations, dashboard, autonomous_source, embed, sub_agent)
@@ -136,7 +136,7 @@ $fn$;
 -- Counts one agent's rollup rows again from its conversations, under the exclusive side of the writers' advisory lock: the backfill below, and a repair if a rollup is ever in doubt.
 CREATE OR REPLACE FUNCTION "conversations_usage_recount"(p_org text, p_agent text) RETURNS void LANGUAGE plpgsql AS $fn$
 BEGIN
-  PERFORM pg_advisory_xact_lock(hashtext('conversations_usage'), hashtext(p_org || '/' || p_agent));
+  PERFORM pg_advisory_xact_lock(hashtext('conversations_usage'), hashtext(p_org || '/' || p_agent) & 1023);
   DELETE FROM agent_daily_usage WHERE org_id = p_org AND agent_id = p_agent;
   INSERT INTO agent_daily_usage (org_id, agent_id, day, conversations, messages, credits_used, autonomous, simulations, dashboard, autonomous_source, embed, sub_agent)
   SELECT p_org, p_agent, (created_at AT TIME ZONE 'UTC')::date, count(*), sum(message_count), sum(credits_used),
