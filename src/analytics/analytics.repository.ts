@@ -51,7 +51,7 @@ function windowParts(since: Date, until: Date): WindowParts {
 /**
  * Analytics are SQL aggregates; rows are never loaded into memory. Whole days
  * come from the rollups the database keeps beside the conversations table
- * (migration 0008: triggers on every write), so a year costs 365 rows per
+ * (the `agent_usage_rollup` migration: triggers on every write), so a year costs 365 rows per
  * rollup, not every conversation of the year; the partial days at the window's
  * ends are read from the conversations.
  */

@@ -223,8 +223,8 @@ export const conversations = pgTable(
 );
 
 /*
- * Agent analytics rollups, written only by triggers on `conversations` (migration
- * 0008 defines them), so that every write path keeps them exact, set-based
+ * Agent analytics rollups, written only by triggers on `conversations` (the
+ * `agent_usage_rollup` migration defines them), so that every write path keeps them exact, set-based
  * seeding included. Keys are UTC days of `created_at`; conversations without an
  * agent are not counted.
  */
