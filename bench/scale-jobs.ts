@@ -10,6 +10,7 @@ import type { INestApplication } from '@nestjs/common';
 import type { Pool } from 'pg';
 import { AgentsTrashService } from '../src/agents/agents-trash.service';
 import { IdempotencyService } from '../src/idempotency/idempotency.service';
+import { percentile } from './scale';
 
 const RATE_PER_SECOND = 20;
 const BASELINE_MS = 15_000;
@@ -23,7 +24,6 @@ interface JobsUnderLoad {
   load(): string;
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? NaN;
 
 /** Sends requests at a fixed rate (not one after another: a slow answer does not slow the schedule) until `until` resolves. */
 async function fixedRate(get: (path: string) => Promise<unknown>, paths: string[], until: Promise<unknown>): Promise<{ times: number[]; errors: number }> {

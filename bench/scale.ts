@@ -45,7 +45,7 @@ interface Timing {
   serverMs?: number;
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)];
+export const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? NaN;
 
 async function main(): Promise<void> {
   const size = (process.env.BENCH_SCALE ?? '100k').toLowerCase();

@@ -20,7 +20,7 @@ export class AnalyticsService {
   async agentAnalytics(orgId: string, rawAgentId: string, query: AgentAnalyticsQuery): Promise<PagedResource<AgentAnalyticsDto>> {
     // the contract's path is `agent_<24 hex>`; the bare form is accepted as on every agent path
     const agentId = parseId('agent', rawAgentId, { allowBare: true });
-    if (!agentId) throw new ApiError(ErrorCode.AgentNotFound, 'Agent not found.');
+    if (!agentId) throw ApiError.notFound('Agent', ErrorCode.AgentNotFound);
     const until = query.until ?? new Date();
     const since = query.since ?? new Date(until.getTime() - ANALYTICS_DEFAULT_WINDOW_DAYS * DAY_MS);
     if (since.getTime() > until.getTime()) throw ApiError.field('since', 'must not be after until');
@@ -31,11 +31,10 @@ export class AnalyticsService {
       filters: { since: query.since?.toISOString(), until: query.until?.toISOString() },
     });
     // an agent soft-deleted beyond the trash window is not found, as on every agent path
-    const totals = await this.repository.totals(orgId, agentId, since, until, trashWindowStart());
-    if (!totals) throw new ApiError(ErrorCode.AgentNotFound, 'Agent not found.');
-
     const firstDay = page.afterId === null ? utcDay(until) : utcDay(new Date(Date.parse(`${page.afterId}T00:00:00Z`) - DAY_MS));
-    const days = firstDay < utcDay(since) ? [] : await this.repository.daily(orgId, agentId, since, until, firstDay, page.fetch);
+    const usage = await this.repository.agentUsage(orgId, agentId, { since, until, trashWindowStart: trashWindowStart() }, { fromDay: firstDay, fetch: page.fetch });
+    if (!usage) throw ApiError.notFound('Agent', ErrorCode.AgentNotFound);
+    const { totals, days } = usage;
     const series = this.paginator.page(days, page);
     return new PagedResource(
       {

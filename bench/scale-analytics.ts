@@ -1,0 +1,111 @@
+/**
+ * The busiest agent's analytics on a seeded scale database, alone (the full
+ * `npm run bench:scale` takes long at 10 M):
+ *
+ *   DATABASE_URL=postgres://… npm run bench:scale:analytics
+ *
+ * Migrates (and prints how long that took: a migration that builds a rollup
+ * backfills it), starts the service on the database `npm run bench:scale`
+ * seeded, and prints p50/p99 through HTTP for the default window, one year
+ * back, two years back, a window whose edges cut days, and the second page of
+ * the year's daily series; then compares one window's totals with a direct
+ * aggregate over the conversations. DB_STATEMENT_TIMEOUT_MS raised lets a slow case
+ * finish instead of answering 503.
+ */
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { loadavg } from 'node:os';
+import { Client } from 'pg';
+import { AppModule } from '../src/app.module';
+import { ApiKeysService } from '../src/auth/api-keys.service';
+import { APP_OPTIONS, configureApp, createHttpAdapter } from '../src/bootstrap';
+import { createLogger } from '../src/common/logger';
+import { loadConfig } from '../src/config/config';
+import { DatabaseConnection } from '../src/database/connection';
+import { BIG_ORG, bigAgentId } from './scale-seed';
+import { percentile } from './scale';
+
+const WARMUPS = 7;
+const SAMPLES = Number(process.env.BENCH_SCALE_SAMPLES ?? 25);
+
+async function main(): Promise<void> {
+  if (!process.env.DATABASE_URL) throw new Error('DATABASE_URL must name a PostgreSQL server seeded by `npm run bench:scale`');
+  const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+  console.log(`analytics at scale, load average ${load()}`);
+  const env = { ...process.env, LOG_LEVEL: 'error', RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_HOUR: '100000000' };
+  const config = loadConfig(env, { jobsEnabled: false });
+  const logger = createLogger(config);
+  const connection = await DatabaseConnection.open(config, logger);
+  const migrateStarted = performance.now();
+  await connection.migrate();
+  console.log(`migrations applied in ${((performance.now() - migrateStarted) / 1000).toFixed(1)} s (load average ${load()})`);
+
+  const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection }), createHttpAdapter(logger), { ...APP_OPTIONS, logger: false });
+  configureApp(app, logger);
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as { port: number };
+  const token = (await app.get(ApiKeysService).create({ orgId: BIG_ORG, label: 'scale analytics bench', scopes: ['analytics:read'] })).token;
+  const base = `http://127.0.0.1:${port}/api/v1`;
+  const get = async (path: string) => {
+    const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });
+    const body = (await res.json()) as { data?: { totals?: unknown }; meta?: { next_cursor?: string | null } };
+    if (res.status !== 200) throw new Error(`${path}: HTTP ${res.status} ${JSON.stringify(body)}`);
+    return body;
+  };
+
+  const busiest = bigAgentId(0);
+  const day = 86_400_000;
+  const now = Date.now();
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const year = `/analytics/agents/${busiest}?since=${iso(now - 365 * day)}&limit=100`;
+  const page2 = await get(year).then((body) => body.meta?.next_cursor ?? '', () => '');
+  const cases: Array<[string, string]> = [
+    ['default window (30 days)', `/analytics/agents/${busiest}`],
+    ['one year back', year],
+    ['one year back, page 2', `${year}&cursor=${encodeURIComponent(page2)}`],
+    ['two years back', `/analytics/agents/${busiest}?since=${iso(now - 730 * day)}&limit=100`],
+    ['edges inside days (400 days, 13:07 to 09:41)', `/analytics/agents/${busiest}?since=${iso(now - 400 * day - 3 * 3_600_000)}&until=${iso(now - 5 * day + 1_234_567)}`],
+  ];
+  for (const [name, path] of cases) {
+    try {
+      for (let i = 0; i < WARMUPS; i += 1) await get(path);
+    } catch (error) {
+      // a case the service cannot answer within its statement timeout is a result too
+      console.log(`${name.padEnd(48)}\t${(error as Error).message.slice(0, 160)}`);
+      continue;
+    }
+    const times: number[] = [];
+    for (let i = 0; i < SAMPLES; i += 1) {
+      const t0 = performance.now();
+      await get(path);
+      times.push(performance.now() - t0);
+    }
+    times.sort((a, b) => a - b);
+    console.log(`${name.padEnd(48)}\tp50 ${percentile(times, 0.5).toFixed(1)} ms\tp99 ${percentile(times, 0.99).toFixed(1)} ms\tload ${load()}`);
+  }
+  // the answer against a direct aggregate over the conversations, for the window whose edges cut days
+  const [, edgesPath] = cases[cases.length - 1];
+  const params = new URLSearchParams(edgesPath.split('?')[1]);
+  const answered = (await get(edgesPath)).data?.totals;
+  const client = new Client({ connectionString: process.env.DATABASE_URL });
+  await client.connect();
+  const { rows } = await client.query(
+    `with w as (select * from conversations where org_id = $1 and agent_id = $2 and created_at >= $3 and created_at <= $4)
+     select count(*)::int as conversations, coalesce(sum(message_count), 0)::float8 as messages, coalesce(sum(credits_used), 0)::float8 as credits_used,
+       (count(*) filter (where autonomous))::int as autonomous, (count(*) filter (where not autonomous))::int as non_autonomous,
+       (count(*) filter (where is_simulation))::int as simulations, (select count(distinct t)::int from w, unnest(w.ticket_ids) t) as distinct_tickets,
+       json_build_object('dashboard', count(*) filter (where source = 'dashboard'), 'autonomous', count(*) filter (where source = 'autonomous'),
+         'embed', count(*) filter (where source = 'embed'), 'sub-agent', count(*) filter (where source = 'sub-agent')) as by_source
+     from w`,
+    [BIG_ORG, busiest, params.get('since'), params.get('until')],
+  );
+  await client.end();
+  const same = JSON.stringify(answered) === JSON.stringify(rows[0]);
+  console.log(`400-day totals ${same ? 'equal' : 'DIFFER from'} the direct aggregate: ${JSON.stringify(answered)}${same ? '' : ` vs ${JSON.stringify(rows[0])}`}`);
+  await app.close();
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
