@@ -345,7 +345,7 @@ function reportMetricsCost(paths: BenchPath[], results: Map<string, Partial<Reco
 
 /** Baseline (c) beside (c) with the pipeline's skeleton doing nothing: what the design's pipeline costs by itself. */
 function reportPipelineSkeleton(paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>): void {
-  console.log('\nbaseline (c) with the service\'s pipeline skeleton, each part doing nothing (AsyncLocalStorage scope, async guard, pipe, two interceptors):\n');
+  console.log('\nbaseline (c) with the service\'s pipeline skeleton, each part doing nothing (AsyncLocalStorage scope, three guards — the first async —, a pipe, three interceptors — the first awaiting):\n');
   console.log('| path | (c) req/s | (c) + empty pipeline req/s | empty pipeline / (c) | service / (c + empty pipeline) | CPU µs/req (c) / (c + empty pipeline) / service |');
   console.log('|---|---|---|---|---|---|');
   const cpu = (m: Measure | undefined) => (m === undefined || Number.isNaN(m.cpuUs) ? '–' : m.cpuUs.toFixed(0));
