@@ -3,13 +3,13 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { cpus, totalmem } from 'node:os';
 import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_PATHS, type BenchContext, type BenchPath } from './routes';
 import { AGENTS, CONVERSATIONS, seed } from './seed';
+import { freePort, loadAverage } from './support';
 
 /**
  * `npm run bench`: seeds the volume dataset, starts the BUILT server and three
@@ -69,15 +69,6 @@ function cpuTimeUs(pid: number | undefined): number {
 }
 type Target = 'service' | 'service, metrics on' | 'baseline (a) memory' | 'baseline (b) data' | 'baseline (c) nest' | 'baseline (c) nest, empty pipeline';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function start(name: string, script: string, env: Record<string, string>, logFile: string, nodeArgs: string[] = []): Promise<{ child: ChildProcess; base: string }> {
   const port = await freePort();
@@ -277,7 +268,7 @@ async function main(): Promise<void> {
     // servers one after the other (PGlite allows one process per directory),
     // rounds interleaved so that a noisy minute hits every server alike
     for (let round = 1; round <= ROUNDS; round++) {
-      loads.push(loadavg().map((l) => l.toFixed(2)).join(' '));
+      loads.push(loadAverage());
       if (ROUNDS > 1) console.log(`bench: round ${round} of ${ROUNDS}, load average ${loads.at(-1)}`);
       if (SERVERS.has('service')) await bench('service', await start('service', SERVICE_SCRIPT, serviceEnv, logFile, serviceArgs));
       if (SERVERS.has('metrics')) {
@@ -298,7 +289,7 @@ async function main(): Promise<void> {
       writeFileSync(bodiesFile, JSON.stringify(bodies));
       await bench('baseline (a) memory', await start('baseline (a)', 'dist/bench/baseline-memory.js', { BENCH_BODIES: bodiesFile }, logFile));
     }
-    loads.push(loadavg().map((l) => l.toFixed(2)).join(' '));
+    loads.push(loadAverage());
     const results = new Map<string, Partial<Record<Target, Measure>>>();
     for (const [name, got] of rounds) {
       results.set(name, Object.fromEntries(Object.entries(got).map(([target, list]) => [target, median(list!)])) as Partial<Record<Target, Measure>>);
@@ -380,7 +371,7 @@ function median(list: Measure[]): Measure {
 function report(engine: string, paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>, elapsedMs: number): void {
   const cores = cpus();
   console.log(`\n## ${engine === 'postgres' ? 'PostgreSQL server (DATABASE_URL)' : 'embedded PGlite'}: ${AGENTS} agents, ${CONVERSATIONS} conversations`);
-  console.log(`machine: ${cores.length} × ${cores[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}; load average before the report ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`machine: ${cores.length} × ${cores[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}; load average before the report ${loadAverage()}`);
   console.log(
     `req/s: 50 connections for ${SECONDS} s; latency: one request every ${1000 / RATE} ms (open loop, timed from when it was due) for ${SECONDS} s (ms); CPU: the server process's user + system time per request at 50 connections (µs); ${ROUNDS > 1 ? `median of ${ROUNDS} interleaved rounds` : 'one round'}\n`,
   );

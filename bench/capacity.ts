@@ -12,7 +12,6 @@ import 'reflect-metadata';
 import { PGlite } from '@electric-sql/pglite';
 import { NestFactory } from '@nestjs/core';
 import { sql } from 'drizzle-orm';
-import { loadavg } from 'node:os';
 import { newId } from '../libs/ids/ids';
 import { AppModule } from '../src/app.module';
 import { ApiKeysService } from '../src/auth/api-keys.service';
@@ -22,9 +21,9 @@ import { loadConfig } from '../src/config/config';
 import { DatabaseConnection, PGLITE_EXTENSIONS } from '../src/database/connection';
 import { orgs } from '../src/database/schema';
 import { seedConversations } from './seed-conversations';
+import { loadAverage } from './support';
 
 const RUNS = 200;
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(0);
 
 async function main(): Promise<void> {
@@ -47,7 +46,7 @@ async function main(): Promise<void> {
     credits: { total: 0, used: 0, remaining: 0, top_up: 0, reset_at: null },
     limits: { agents: null, connectors: null, sources: null, chatbots: null, scheduled_triggers: null, custom_tool_slots: null },
   });
-  console.log(`capacity: ${connection.kind}, node ${process.version}; seeding ${count} conversations (load average ${load()})`);
+  console.log(`capacity: ${connection.kind}, node ${process.version}; seeding ${count} conversations (load average ${loadAverage()})`);
   const seedStarted = performance.now();
   await seedConversations(db, orgId, count, { batchSize: 2000 });
   const seedS = (performance.now() - seedStarted) / 1000;
@@ -56,7 +55,7 @@ async function main(): Promise<void> {
   )) as unknown as { rows: Array<{ total: string; heap: string; indexes: string; rows: number }> };
   const size = sizes.rows[0];
   const perMillion = (bytes: string) => mib((Number(bytes) * 1_000_000) / size.rows);
-  console.log(`seeded in ${seedS.toFixed(0)} s (${(count / seedS).toFixed(0)} rows/s; load average ${load()})`);
+  console.log(`seeded in ${seedS.toFixed(0)} s (${(count / seedS).toFixed(0)} rows/s; load average ${loadAverage()})`);
   console.log(
     `conversations: ${size.rows} rows; total ${mib(Number(size.total))} MiB (heap ${mib(Number(size.heap))}, indexes ${mib(Number(size.indexes))}, TOAST and the rest ${mib(Number(size.total) - Number(size.heap) - Number(size.indexes))}); ` +
       `per million rows: total ${perMillion(size.total)} MiB, heap ${perMillion(size.heap)} MiB, indexes ${perMillion(size.indexes)} MiB`,
@@ -81,7 +80,7 @@ async function main(): Promise<void> {
     ['GET /conversations?agent_id&source', () => `/conversations?agent_id=${agentId}&source=dashboard`],
     ['GET /conversations/{id}', (i) => `/conversations/${sample[i % sample.length]}`],
   ];
-  console.log(`\nthrough the app (auth, pipe, envelope) on localhost; one at a time: ${RUNS} requests after 20 warm-ups; 10 in flight: 5 s (load average ${load()})`);
+  console.log(`\nthrough the app (auth, pipe, envelope) on localhost; one at a time: ${RUNS} requests after 20 warm-ups; 10 in flight: 5 s (load average ${loadAverage()})`);
   console.log('| path | p50 ms | p95 ms | p99 ms | req/s, 10 in flight |');
   console.log('|---|---|---|---|---|');
   for (const [name, path] of paths) {
@@ -106,7 +105,7 @@ async function main(): Promise<void> {
     );
     console.log(`| ${name} | ${at(0.5)} | ${at(0.95)} | ${at(0.99)} | ${(done / 5).toFixed(0)} |`);
   }
-  console.log(`\nprocess RSS ${mib(process.memoryUsage().rss)} MiB (the embedded engine's data lives in it); load average ${load()}`);
+  console.log(`\nprocess RSS ${mib(process.memoryUsage().rss)} MiB (the embedded engine's data lives in it); load average ${loadAverage()}`);
   await app.close();
 }
 

@@ -2,12 +2,12 @@ import autocannon, { type Result } from 'autocannon';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { BENCH_PATHS, type BenchContext, type BenchPath } from './routes';
 import { AGENTS, CONVERSATIONS, seed } from './seed';
+import { freePort, loadAverage } from './support';
 
 /**
  * `npm run bench:pooler`: many instances, one database, a pooler.
@@ -81,17 +81,7 @@ function serverCpuUs(postmaster: number): number {
   return total;
 }
 
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function vars(out: string): Record<string, string> {
   return Object.fromEntries(
@@ -198,7 +188,7 @@ async function main(): Promise<void> {
   const running: Instance[] = [];
   try {
     const postmaster = Number(readFileSync(join(cluster.PG_TEST_DIR, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
-    console.log(`bench:pooler: ${cpus().length} cores, node ${process.version}; seeding ${AGENTS} agents and ${CONVERSATIONS} conversations (load average ${load()})`);
+    console.log(`bench:pooler: ${cpus().length} cores, node ${process.version}; seeding ${AGENTS} agents and ${CONVERSATIONS} conversations (load average ${loadAverage()})`);
     const seeded = await seed({ databaseUrl: cluster.DATABASE_URL });
     const ctx: BenchContext = { ...seeded, runTag: randomBytes(3).toString('hex').replace(/[0-9]/g, (d) => 'ghijklmnop'[Number(d)]) };
     const counter = { n: 0 };
@@ -219,7 +209,7 @@ async function main(): Promise<void> {
     const abLoads: string[] = [];
     for (let round = 0; round < (AB ? ROUNDS : 0); round++) {
       for (const mode of (round % 2 ? ['transaction', 'none'] : ['none', 'transaction']) as Array<'none' | 'transaction'>) {
-        abLoads.push(load());
+        abLoads.push(loadAverage());
         const instance = await startInstance({ ...base, DATABASE_URL: cluster.DATABASE_URL, DB_POOL_MAX: String(POOL_MAX), DATABASE_POOLER: mode }, logFile);
         running.push(instance);
         for (const path of BENCH_PATHS) {
@@ -255,7 +245,7 @@ async function main(): Promise<void> {
       }),
     );
     const pooler = Number(readFileSync(join(bouncer.PGBOUNCER_DIR, 'pgbouncer.pid'), 'utf8').trim());
-    console.log(`\n## ${INSTANCES} instances (DB_POOL_MAX=${POOL_MAX}, DATABASE_POOLER=transaction) behind PgBouncer (transaction mode, ${POOLER_SIZE} server connections); ${CONNECTIONS} connections per instance, ${SECONDS} s per path (load average ${load()})\n`);
+    console.log(`\n## ${INSTANCES} instances (DB_POOL_MAX=${POOL_MAX}, DATABASE_POOLER=transaction) behind PgBouncer (transaction mode, ${POOLER_SIZE} server connections); ${CONNECTIONS} connections per instance, ${SECONDS} s per path (load average ${loadAverage()})\n`);
     // behind a transaction pooler the server-side statement timeout is the database's (or role's) setting, as
     // docs/scaling.md says: without it a statement whose client gave up keeps its backend busy after the pooler has
     // replaced that server connection
@@ -281,7 +271,7 @@ async function main(): Promise<void> {
     for (const [name, paths] of phases) {
       const warm = await loadAll(running, paths, ctx, counter, { postmaster, pooler }, 2, 1); // warm-up: its failures count too
       failures += warm.non2xx + warm.errors;
-      const at = load();
+      const at = loadAverage();
       const l = await loadAll(running, paths, ctx, counter, { postmaster, pooler });
       failures += l.non2xx + l.errors;
       console.log(`| ${name} | ${f0(l.rps)} | ${f0(l.p99)} | ${l.non2xx} | ${l.errors} | ${f0(l.instanceCpu)} / ${f0(l.serverCpu)} / ${f0(l.poolerCpu)} | ${at} |`);

@@ -13,39 +13,21 @@
  * finish instead of answering 503.
  */
 import 'reflect-metadata';
-import { NestFactory } from '@nestjs/core';
-import { loadavg } from 'node:os';
 import { Client } from 'pg';
-import { AppModule } from '../src/app.module';
 import { ApiKeysService } from '../src/auth/api-keys.service';
-import { APP_OPTIONS, configureApp, createHttpAdapter } from '../src/bootstrap';
-import { createLogger } from '../src/common/logger';
-import { loadConfig } from '../src/config/config';
-import { DatabaseConnection } from '../src/database/connection';
 import { BIG_ORG, bigAgentId } from './scale-seed';
-import { percentile } from './scale';
+import { openScaleDatabase, percentile, startScaleApp } from './scale';
+import { loadAverage } from './support';
 
 const WARMUPS = 7;
 const SAMPLES = Number(process.env.BENCH_SCALE_SAMPLES ?? 25);
 
 async function main(): Promise<void> {
   if (!process.env.DATABASE_URL) throw new Error('DATABASE_URL must name a PostgreSQL server seeded by `npm run bench:scale`');
-  const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
-  console.log(`analytics at scale, load average ${load()}`);
-  const env = { ...process.env, LOG_LEVEL: 'error', RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_HOUR: '100000000' };
-  const config = loadConfig(env, { jobsEnabled: false });
-  const logger = createLogger(config);
-  const connection = await DatabaseConnection.open(config, logger);
-  const migrateStarted = performance.now();
-  await connection.migrate();
-  console.log(`migrations applied in ${((performance.now() - migrateStarted) / 1000).toFixed(1)} s (load average ${load()})`);
-
-  const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection }), createHttpAdapter(logger), { ...APP_OPTIONS, logger: false });
-  configureApp(app, logger);
-  await app.listen(0, '127.0.0.1');
-  const { port } = app.getHttpServer().address() as { port: number };
+  console.log(`analytics at scale, load average ${loadAverage()}`);
+  const { config, logger, connection } = await openScaleDatabase();
+  const { app, base } = await startScaleApp(config, logger, connection);
   const token = (await app.get(ApiKeysService).create({ orgId: BIG_ORG, label: 'scale analytics bench', scopes: ['analytics:read'] })).token;
-  const base = `http://127.0.0.1:${port}/api/v1`;
   const get = async (path: string) => {
     const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });
     const body = (await res.json()) as { data?: { totals?: unknown }; meta?: { next_cursor?: string | null } };
@@ -81,7 +63,7 @@ async function main(): Promise<void> {
       times.push(performance.now() - t0);
     }
     times.sort((a, b) => a - b);
-    console.log(`${name.padEnd(48)}\tp50 ${percentile(times, 0.5).toFixed(1)} ms\tp99 ${percentile(times, 0.99).toFixed(1)} ms\tload ${load()}`);
+    console.log(`${name.padEnd(48)}\tp50 ${percentile(times, 0.5).toFixed(1)} ms\tp99 ${percentile(times, 0.99).toFixed(1)} ms\tload ${loadAverage()}`);
   }
   // the answer against a direct aggregate over the conversations, for the window whose edges cut days
   const [, edgesPath] = cases[cases.length - 1];

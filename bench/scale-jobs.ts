@@ -11,6 +11,7 @@ import type { Pool } from 'pg';
 import { AgentsTrashService } from '../src/agents/agents-trash.service';
 import { IdempotencyService } from '../src/idempotency/idempotency.service';
 import { percentile } from './scale';
+import { loadAverage } from './support';
 
 const RATE_PER_SECOND = 20;
 const BASELINE_MS = 15_000;
@@ -21,9 +22,7 @@ interface JobsUnderLoad {
   /** one request through the API; rejects on a non-200 */
   get(path: string): Promise<unknown>;
   paths: string[];
-  load(): string;
 }
-
 
 /** Sends requests at a fixed rate (not one after another: a slow answer does not slow the schedule) until `until` resolves. */
 async function fixedRate(get: (path: string) => Promise<unknown>, paths: string[], until: Promise<unknown>): Promise<{ times: number[]; errors: number }> {
@@ -46,10 +45,10 @@ async function fixedRate(get: (path: string) => Promise<unknown>, paths: string[
   return { times: times.sort((a, b) => a - b), errors };
 }
 
-export async function runJobsUnderLoad({ app, pool, get, paths, load }: JobsUnderLoad): Promise<void> {
+export async function runJobsUnderLoad({ app, pool, get, paths }: JobsUnderLoad): Promise<void> {
   const [{ trashed }] = (await pool.query(`select count(*)::int as trashed from agents where deleted_at < now() - interval '30 days'`)).rows;
   const [{ expired }] = (await pool.query(`select count(*)::int as expired from idempotency_records where expires_at <= now()`)).rows;
-  console.log(`\njobs under a fixed rate of ${RATE_PER_SECOND} requests/s (${trashed} expired agents, ${expired} expired idempotency records); load ${load()}`);
+  console.log(`\njobs under a fixed rate of ${RATE_PER_SECOND} requests/s (${trashed} expired agents, ${expired} expired idempotency records); load ${loadAverage()}`);
 
   const baseline = await fixedRate(get, paths, new Promise((resolve) => setTimeout(resolve, BASELINE_MS)));
 
@@ -82,5 +81,5 @@ export async function runJobsUnderLoad({ app, pool, get, paths, load }: JobsUnde
     `trash purge: ${trash.agents} agents, ${trash.triggers} triggers, ${trash.chatbots} chatbots in ${trash.batches} batches, longest ${trash.longest_batch_ms.toFixed(0)} ms; ` +
       `idempotency purge: ${idempotency.rows} records in ${idempotency.batches} batches, longest ${idempotency.longestBatchMs.toFixed(0)} ms; both done in ${(jobsMs / 1000).toFixed(1)} s`,
   );
-  console.log(`longest transaction holding row locks on the purged tables (sampled every 50 ms): ${longestLockMs.toFixed(0)} ms; load ${load()}`);
+  console.log(`longest transaction holding row locks on the purged tables (sampled every 50 ms): ${longestLockMs.toFixed(0)} ms; load ${loadAverage()}`);
 }

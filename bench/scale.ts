@@ -15,21 +15,22 @@
  * request rate (bench/scale-jobs.ts; they consume the expired rows: once per seed).
  */
 import 'reflect-metadata';
+import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { fillPlaceholders } from 'drizzle-orm';
-import { loadavg } from 'node:os';
 import { Pool } from 'pg';
 import { AppModule } from '../src/app.module';
 import { ApiKeysService } from '../src/auth/api-keys.service';
 import { APP_OPTIONS, configureApp, createHttpAdapter } from '../src/bootstrap';
-import { createLogger } from '../src/common/logger';
-import { loadConfig } from '../src/config/config';
+import { createLogger, type AppLogger } from '../src/common/logger';
+import { loadConfig, type AppConfig } from '../src/config/config';
 import type { ConversationFilters } from '../src/conversations/conversations.filters';
 import { ConversationListQueryPipe } from '../src/conversations/conversations.filters';
 import { ConversationsRepository } from '../src/conversations/conversations.repository';
 import { DatabaseConnection } from '../src/database/connection';
 import { runJobsUnderLoad } from './scale-jobs';
 import { BIG_ORG, COMMON_WORD, RARE_WORD, bigAgentId, reseedJobRows, seedScale, smallOrgId } from './scale-seed';
+import { loadAverage } from './support';
 
 const SIZES: Record<string, number> = { '100k': 100_000, '1m': 1_000_000, '10m': 10_000_000 };
 const WARMUPS = 7; // more than 5: prepared statements switch to their generic plan after five executions
@@ -47,15 +48,8 @@ interface Timing {
 
 export const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? NaN;
 
-async function main(): Promise<void> {
-  const size = (process.env.BENCH_SCALE ?? '100k').toLowerCase();
-  const n = SIZES[size];
-  if (!n) throw new Error(`BENCH_SCALE must be one of ${Object.keys(SIZES).join(', ')}`);
-  const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) throw new Error('DATABASE_URL must name a PostgreSQL server (the scale bench does not run on the embedded engine)');
-  const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
-  console.log(`scale bench: ${size} (${n.toLocaleString('en')} conversations in the big organization), load average ${load()}`);
-
+/** The database of DATABASE_URL, migrated (printing how long: a migration that builds a rollup backfills it). */
+export async function openScaleDatabase(): Promise<{ config: AppConfig; logger: AppLogger; connection: DatabaseConnection }> {
   // sequential samples from one key: the per-key request budget is not what is measured here
   const env = { ...process.env, LOG_LEVEL: 'error', RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_HOUR: '100000000' };
   const config = loadConfig(env, { jobsEnabled: false });
@@ -63,7 +57,28 @@ async function main(): Promise<void> {
   const connection = await DatabaseConnection.open(config, logger);
   const migrateStarted = performance.now();
   await connection.migrate();
-  console.log(`migrations applied in ${((performance.now() - migrateStarted) / 1000).toFixed(1)} s`);
+  console.log(`migrations applied in ${((performance.now() - migrateStarted) / 1000).toFixed(1)} s (load average ${loadAverage()})`);
+  return { config, logger, connection };
+}
+
+/** The service on that database, listening on a free local port. */
+export async function startScaleApp(config: AppConfig, logger: AppLogger, connection: DatabaseConnection): Promise<{ app: INestApplication; base: string }> {
+  const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection }), createHttpAdapter(logger), { ...APP_OPTIONS, logger: false });
+  configureApp(app, logger);
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as { port: number };
+  return { app, base: `http://127.0.0.1:${port}/api/v1` };
+}
+
+async function main(): Promise<void> {
+  const size = (process.env.BENCH_SCALE ?? '100k').toLowerCase();
+  const n = SIZES[size];
+  if (!n) throw new Error(`BENCH_SCALE must be one of ${Object.keys(SIZES).join(', ')}`);
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) throw new Error('DATABASE_URL must name a PostgreSQL server (the scale bench does not run on the embedded engine)');
+  console.log(`scale bench: ${size} (${n.toLocaleString('en')} conversations in the big organization), load average ${loadAverage()}`);
+
+  const { config, logger, connection } = await openScaleDatabase();
   const pool = new Pool({ connectionString: databaseUrl, max: 2 });
   const started = performance.now();
   const seeded = await seedScale(pool, n, (line) => console.log(line));
@@ -79,16 +94,12 @@ async function main(): Promise<void> {
     return;
   }
 
-  const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection }), createHttpAdapter(logger), { ...APP_OPTIONS, logger: false });
-  configureApp(app, logger);
-  await app.listen(0, '127.0.0.1');
-  const { port } = app.getHttpServer().address() as { port: number };
+  const { app, base } = await startScaleApp(config, logger, connection);
   const keys = app.get(ApiKeysService);
   const scopes = ['conversations:read', 'analytics:read', 'org:read'];
   const bigKey = (await keys.create({ orgId: BIG_ORG, label: 'scale bench', scopes })).token;
   const small = smallOrgId(500);
   const smallKey = (await keys.create({ orgId: small, label: 'scale bench', scopes })).token;
-  const base = `http://127.0.0.1:${port}/api/v1`;
   const get = async (token: string, path: string) => {
     const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });
     const body = (await res.json()) as { data?: unknown; meta?: { next_cursor?: string | null } };
@@ -209,7 +220,7 @@ async function main(): Promise<void> {
         `${t.name.padEnd(48)}\t${String(t.rows).padStart(4)}\t${t.p50.toFixed(1).padStart(7)}\t${t.p99.toFixed(1).padStart(7)}` +
           (server ? `\t${server.ms.toFixed(2).padStart(8)}\t${String(server.buffers).padStart(7)}` : ''),
       );
-    console.log(`\nGET /conversations?limit=25, big organization, ${SAMPLES} sequential samples after ${WARMUPS} warm-ups (ms); load ${load()}`);
+    console.log(`\nGET /conversations?limit=25, big organization, ${SAMPLES} sequential samples after ${WARMUPS} warm-ups (ms); load ${loadAverage()}`);
     console.log('server: EXPLAIN ANALYZE of the plan the service runs (generic for a prepared shape): execution ms and shared buffers');
     console.log(`${'case'.padEnd(48)}\trows\t    p50\t    p99\tserver ms\tbuffers`);
     for (const [name, query] of cases) {
@@ -288,9 +299,9 @@ async function main(): Promise<void> {
   if (process.env.BENCH_SCALE_JOBS === '1' || process.env.BENCH_SCALE_JOBS === 'only') {
     const paths = ['', 'source=embed', `agent_id=${busiest}`, 'metadata[channel]=email', `q=${COMMON_WORD}`].map((query) => `/conversations?limit=25${query ? `&${query}` : ''}`);
     await reseedJobRows(pool, (line) => console.log(line));
-    await runJobsUnderLoad({ app, pool, get: (path) => get(bigKey, path), paths, load });
+    await runJobsUnderLoad({ app, pool, get: (path) => get(bigKey, path), paths });
   }
-  console.log(`\nload average at the end: ${load()}`);
+  console.log(`\nload average at the end: ${loadAverage()}`);
   await app.close();
   await pool.end();
 }

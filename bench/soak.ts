@@ -1,11 +1,11 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_PATHS, type BenchContext } from './routes';
 import { seed } from './seed';
+import { freePort, loadAverage } from './support';
 
 /**
  * `npm run bench:soak`: memory of one instance under a long mixed load. One
@@ -26,17 +26,7 @@ function rssMiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 
 async function main(): Promise<void> {
   if (!existsSync(join(ROOT, 'dist', 'src', 'main.js'))) throw new Error('dist/src/main.js missing: npm run build');
@@ -81,11 +71,11 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 200));
     }
     const pid = child.pid!;
-    console.log(`bench:soak: one instance, the six bench paths in turn at ${RATE} req/s for ${SECONDS} s; RSS at start ${rssMiB(pid).toFixed(0)} MiB (load average ${load()})`);
+    console.log(`bench:soak: one instance, the six bench paths in turn at ${RATE} req/s for ${SECONDS} s; RSS at start ${rssMiB(pid).toFixed(0)} MiB (load average ${loadAverage()})`);
     const samples: Array<{ at: number; rss: number; load: string }> = [];
     const started = Date.now();
     const timer = setInterval(() => {
-      samples.push({ at: (Date.now() - started) / 1000, rss: rssMiB(pid), load: load() });
+      samples.push({ at: (Date.now() - started) / 1000, rss: rssMiB(pid), load: loadAverage() });
       const last = samples.at(-1)!;
       console.log(`  ${last.at.toFixed(0).padStart(4)} s  RSS ${last.rss.toFixed(0)} MiB  load ${last.load}`);
     }, SAMPLE_MS);
@@ -125,7 +115,7 @@ async function main(): Promise<void> {
     const growth = (end - firstMinute.rss) / firstMinute.rss;
     console.log(
       `\nrequests ${result.requests} (${(result.requests / SECONDS).toFixed(0)}/s; non-2xx ${result.non2xx}, errors ${result.errors}); RSS after ${firstMinute.at.toFixed(0)} s ${firstMinute.rss.toFixed(0)} MiB, ` +
-        `at the end (${SECONDS} s) ${end.toFixed(0)} MiB: growth ${(growth * 100).toFixed(1)} % (limit ${MAX_GROWTH * 100} %); peak ${Math.max(...samples.map((s) => s.rss), end).toFixed(0)} MiB; load average ${load()}`,
+        `at the end (${SECONDS} s) ${end.toFixed(0)} MiB: growth ${(growth * 100).toFixed(1)} % (limit ${MAX_GROWTH * 100} %); peak ${Math.max(...samples.map((s) => s.rss), end).toFixed(0)} MiB; load average ${loadAverage()}`,
     );
     if (growth > MAX_GROWTH || result.errors + result.non2xx > 0) {
       process.exitCode = 1;
