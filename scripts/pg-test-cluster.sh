@@ -32,19 +32,8 @@ find_pg_bin() {
 PG_BIN="$(find_pg_bin)" || { log "no PostgreSQL server binaries found (install the Debian package 'postgresql')"; exit 1; }
 RUN_USER="${PG_TEST_USER:-pgtest}"
 
-# from /, so that the cluster's user never needs access to the caller's directory
-as_owner() {
-  (
-    cd /
-    if [ "$(id -u)" -ne 0 ]; then
-      "$@"
-    elif command -v runuser >/dev/null 2>&1; then
-      runuser -u "$RUN_USER" -- "$@"
-    else
-      su -s /bin/sh "$RUN_USER" -c "$(printf '%q ' "$@")"
-    fi
-  )
-}
+# shellcheck source=throwaway-server.sh
+. "$(dirname "${BASH_SOURCE[0]}")/throwaway-server.sh"
 
 absolute() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 
@@ -53,10 +42,6 @@ ensure_user() {
   id -u "$RUN_USER" >/dev/null 2>&1 && return 0
   useradd --system --no-create-home --shell /usr/sbin/nologin "$RUN_USER" 2>/dev/null ||
     adduser --system --no-create-home --disabled-login "$RUN_USER" >/dev/null
-}
-
-free_port() {
-  node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{process.stdout.write(String(s.address().port));s.close()})"
 }
 
 start_server() {

@@ -20,22 +20,8 @@ PGBOUNCER="$(command -v pgbouncer || true)"
 [ -n "$PGBOUNCER" ] || { log "pgbouncer not found (install the Debian package 'pgbouncer')"; exit 1; }
 RUN_USER="${PG_TEST_USER:-pgtest}"
 
-as_owner() {
-  (
-    cd /
-    if [ "$(id -u)" -ne 0 ]; then
-      "$@"
-    elif command -v runuser >/dev/null 2>&1; then
-      runuser -u "$RUN_USER" -- "$@"
-    else
-      su -s /bin/sh "$RUN_USER" -c "$(printf '%q ' "$@")"
-    fi
-  )
-}
-
-free_port() {
-  node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{process.stdout.write(String(s.address().port));s.close()})"
-}
+# shellcheck source=throwaway-server.sh
+. "$(dirname "${BASH_SOURCE[0]}")/throwaway-server.sh"
 
 cmd="${1:-}"
 case "$cmd" in

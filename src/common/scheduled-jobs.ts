@@ -31,7 +31,7 @@ interface ScheduledJob {
 }
 
 /** What one run did: the one record every scheduled run produces (logged; metrics hook in here). */
-interface ScheduledJobRun {
+export interface ScheduledJobRun {
   job: string;
   outcome: 'ok' | 'failed' | 'still-running';
   duration_ms: number;

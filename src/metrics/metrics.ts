@@ -1,19 +1,10 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ScheduledJobRun } from '../common/scheduled-jobs';
 import { sqlstateClass } from '../database/database-errors';
 
 export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired';
 type IdempotencyOutcome = 'executed' | 'replayed' | 'conflict';
 type RateLimitDecision = 'allowed' | 'limited';
-/** One run of a scheduled job, as the job runner reports it (src/common/scheduled-jobs.ts). */
-interface JobRun {
-  job: string;
-  outcome: 'ok' | 'failed' | 'still-running';
-  duration_ms: number;
-  rows_removed: number;
-  batches?: number;
-  longest_batch_ms?: number;
-}
-
 const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'expired'];
 const IDEMPOTENCY_OUTCOMES: readonly IdempotencyOutcome[] = ['executed', 'replayed', 'conflict'];
 const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = ['allowed', 'limited'];
@@ -33,7 +24,7 @@ interface PoolStats {
 const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 // point reads take about a millisecond: finer buckets at the low end than prom-client's default
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-const JOB_OUTCOMES: Record<JobRun['outcome'], string> = { ok: 'success', failed: 'failure', 'still-running': 'skipped' };
+const JOB_OUTCOMES: Record<ScheduledJobRun['outcome'], string> = { ok: 'success', failed: 'failure', 'still-running': 'skipped' };
 // a request waits for its rate-limit count at most RATE_LIMIT_REDIS_WAIT_MS (25 ms): buckets around it
 const RATE_LIMIT_STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const JOB_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900];
@@ -221,7 +212,7 @@ export class Metrics {
   }
 
   /** One run of a scheduled job (a run skipped because the previous one was still going has no duration). */
-  jobRun(run: JobRun): void {
+  jobRun(run: ScheduledJobRun): void {
     if (!this.enabled) return;
     const labels = { job_name: run.job };
     this.jobRuns.inc({ ...labels, outcome: JOB_OUTCOMES[run.outcome] });
