@@ -1,4 +1,5 @@
 import { and, count, eq, sql } from 'drizzle-orm';
+import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import request, { type Response } from 'supertest';
@@ -76,7 +77,8 @@ async function recordsWithKey(key: string) {
   return t.connection.db.select().from(idempotencyRecords).where(eq(idempotencyRecords.key, key));
 }
 
-async function countRows(table: typeof agents | typeof customTools | typeof sources, orgId: string): Promise<number> {
+/** Rows of any organization-scoped table (every table with `org_id`) that belong to one organization. */
+async function countRows(table: PgTable & { orgId: AnyPgColumn }, orgId: string): Promise<number> {
   const [row] = await t.connection.db.select({ n: count() }).from(table).where(eq(table.orgId, orgId));
   return row.n;
 }

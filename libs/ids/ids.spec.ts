@@ -1,6 +1,14 @@
-import { idTimestamp, isId, newId, newObjectIdHex, parseId, smallestIdAt } from './ids';
+import { ID_PREFIXES, idTimestamp, isId, newId, newObjectIdHex, parseId, smallestIdAt } from './ids';
 
 describe('id format', () => {
+  it('every prefix in ID_PREFIXES is lowercase letters only, and unique', () => {
+    const problems = Object.entries(ID_PREFIXES).flatMap(([kind, prefix]) => [
+      ...(/^[a-z]+$/.test(prefix) ? [] : [`${kind}: '${prefix}' must be lowercase letters a-z only (an id is <prefix>_<24 hex>, split at its first "_")`]),
+      ...(Object.values(ID_PREFIXES).filter((other) => other === prefix).length > 1 ? [`${kind}: '${prefix}' is used by another kind`] : []),
+    ]);
+    expect(problems).toEqual([]);
+  });
+
   it('generates <prefix>_<24 lowercase hex>', () => {
     expect(newId('agent')).toMatch(/^agent_[a-f0-9]{24}$/);
     expect(newId('conversation')).toMatch(/^conv_[a-f0-9]{24}$/);

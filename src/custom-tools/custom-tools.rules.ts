@@ -1,5 +1,5 @@
 import type { FieldErrors } from '../common/api-error';
-import { addFieldError, mergeFieldErrors } from '../common/field-errors';
+import { addFieldError, mergeFieldErrors, type Checked } from '../common/field-errors';
 import { BOUNDS } from '../common/input-bounds';
 import { outboundUrlProblem, PLACEHOLDER_NAME_CHARS, placeholderPattern } from '../common/url-policy';
 import type { customTools, CustomToolGroupRow, CustomToolParamRow } from '../database/schema';
@@ -317,7 +317,8 @@ export interface ToolInput {
 
 export type ToolPatch = Partial<ToolInput>;
 
-export type Built<T> = { ok: true; value: T; credentials: StoredCredentials | null | undefined } | { ok: false; fields: FieldErrors };
+/** A tool definition, and the credentials to encrypt beside it (undefined: keep the stored ones). */
+type Built<T> = Checked<T, { credentials: StoredCredentials | null | undefined }>;
 
 /**
  * The one way a new tool's row is built, for POST /custom_tools and the
