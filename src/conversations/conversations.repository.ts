@@ -7,7 +7,7 @@ import { orgScopedById } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { conversations, messages } from '../database/schema';
 import type { ConversationFilters } from './conversations.filters';
-import { prepareNamed } from '../database/prepared-statements';
+import { prepareNamed, prepareUnnamed } from '../database/prepared-statements';
 
 type ConversationRow = typeof conversations.$inferSelect;
 export type NewConversationRow = typeof conversations.$inferInsert;
@@ -100,6 +100,8 @@ function listTerms(orgId: string, filters: ConversationFilters, afterId: string 
 
 /** Named list statements kept per process (each exists on every pooled connection that ran it). */
 const MAX_PREPARED_SHAPES = 128;
+/** List statements kept per process in all (the unnamed ones hold only their SQL text, here). */
+const MAX_LIST_STATEMENTS = 1024;
 
 /** The columns a fixture re-seed overwrites on an existing conversation. */
 const FIXTURE_COLUMNS = [
@@ -122,13 +124,26 @@ const FIXTURE_COLUMNS = [
   'updatedAt'
 ] as const;
 
+/** A list statement, prepared or built for one request. */
+interface ListStatement {
+  execute(values: Record<string, unknown>): Promise<ConversationSummaryRow[]>;
+}
+
+/** A list query as drizzle built it (a select, or a union of two). */
+interface ListQuery extends ListStatement {
+  toSQL(): { sql: string };
+  prepare(name: string): ListStatement;
+}
+
 @Injectable()
 export class ConversationsRepository {
   private readonly byId;
   private readonly byIdWithPayload;
   private readonly messagesOf;
   /** prepared list statements by filter shape */
-  private readonly listStatements = new Map<string, { execute(values: Record<string, unknown>): Promise<ConversationSummaryRow[]> }>();
+  private readonly listStatements = new Map<string, ListStatement>();
+  /** the shapes whose statements are named (a generic plan may serve them) */
+  private readonly namedShapes = new Set<string>();
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
     this.byId = orgScopedById(db, conversations, { statementPrefix: 'conversation_detail', columns: summaryColumns });
@@ -195,24 +210,37 @@ export class ConversationsRepository {
   }
 
   /**
-   * Newest first, keyset on id. A plan-stable filter shape runs as a named
-   * prepared statement (at most MAX_PREPARED_SHAPES); other shapes are built
-   * per request so PostgreSQL plans them with their values (docs/decisions.md).
+   * Newest first, keyset on id. Each filter shape's SQL is built once; a
+   * plan-stable shape runs as a named prepared statement (at most
+   * MAX_PREPARED_SHAPES), other shapes unnamed, so PostgreSQL plans them with
+   * their values (docs/decisions.md, "Prepared list statements").
    */
   async list(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[]> {
     const probe = this.qProbe(orgId, filters, afterId, fetch);
     if (probe) {
-      const recent = await probe.build().execute(probe.values);
+      const recent = await this.listStatement(`q-probe:${probe.shape}`, false, probe.build).execute(probe.values);
       if (recent.length >= fetch) return recent;
     }
     const plan = this.listQuery(orgId, filters, afterId, fetch);
-    let statement = this.listStatements.get(plan.shape);
-    if (!statement && plan.planStable && this.listStatements.size < MAX_PREPARED_SHAPES) {
-      const name = `conversation_list_${createHash('sha256').update(plan.shape).digest('hex').slice(0, 16)}`;
-      statement = prepareNamed(this.db, name, plan.build());
-      this.listStatements.set(plan.shape, statement);
-    }
-    return (statement ?? plan.build()).execute(plan.values);
+    return this.listStatement(plan.shape, plan.planStable, plan.build).execute(plan.values);
+  }
+
+  /**
+   * The statement of a shape, built once: named when a generic plan serves
+   * every value (PostgreSQL may plan it once), else unnamed, planned with each
+   * execution's values. Past the bounds, shapes are built per request.
+   */
+  private listStatement(shape: string, planStable: boolean, build: () => ListQuery): ListStatement {
+    const kept = this.listStatements.get(shape);
+    if (kept) return kept;
+    const named = planStable && this.namedShapes.size < MAX_PREPARED_SHAPES;
+    if (this.listStatements.size >= MAX_LIST_STATEMENTS) return build();
+    const statement = named
+      ? prepareNamed(this.db, `conversation_list_${createHash('sha256').update(shape).digest('hex').slice(0, 16)}`, build())
+      : prepareUnnamed(build());
+    if (named) this.namedShapes.add(shape);
+    this.listStatements.set(shape, statement);
+    return statement;
   }
 
   /**
@@ -238,16 +266,16 @@ export class ConversationsRepository {
         .orderBy(desc(recent.id))
         .limit(sql.placeholder('probeFetch'));
     };
-    return { values, build };
+    return { shape: inner.shape, values, build };
   }
 
   private selectSummaries() {
     return this.db.select(summaryColumns).from(conversations);
   }
 
-  /** The filter shapes that are prepared statements now (for tests and diagnostics). */
+  /** The filter shapes that are named prepared statements now (for tests and diagnostics). */
   preparedShapes(): string[] {
-    return [...this.listStatements.keys()];
+    return [...this.namedShapes];
   }
 
   /**

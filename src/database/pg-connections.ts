@@ -3,6 +3,7 @@ import { DatabaseError, Pool, type PoolClient, type PoolConfig, type QueryResult
 import { isLostConnection } from './database-errors';
 import type { Database } from './database.types';
 import type { QueryErrorReporter } from './query-error-reporter';
+import { UNNAMED_STATEMENT_NAME } from './prepared-statements';
 import { currentScope, openTransaction, runInScope, type OpenTransaction } from './request-scope';
 import * as schema from './schema';
 
@@ -31,6 +32,11 @@ type QueryConfig = Parameters<PoolClient['query']>[0];
 function unnamed(config: QueryConfig): QueryConfig {
   const named = config as unknown as { name?: string };
   return typeof config === 'object' && named.name ? ({ ...named, name: undefined } as unknown as QueryConfig) : config;
+}
+
+/** A statement prepared by `prepareUnnamed`: its SQL is kept, its plan is not. */
+function plannedPerExecution(config: QueryConfig): boolean {
+  return typeof config === 'object' && (config as unknown as { name?: string }).name === UNNAMED_STATEMENT_NAME;
 }
 
 /**
@@ -117,7 +123,7 @@ class Lease {
         this.queryErrors.report(this.broken);
         reject(this.broken);
       }, remaining);
-      this.client.query(this.unnamedStatements ? unnamed(config) : config, values).then(
+      this.client.query(this.unnamedStatements || plannedPerExecution(config) ? unnamed(config) : config, values).then(
         (result) => {
           clearTimeout(timer);
           if (!settled) resolve(result);

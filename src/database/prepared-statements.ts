@@ -29,3 +29,21 @@ export function prepareNamed<Prepared>(db: Database, name: string, query: Prepar
   names.set(name, text);
   return query.prepare(name);
 }
+
+/**
+ * The name `prepareUnnamed` gives its statements. `Lease.query`
+ * (pg-connections.ts) sends a statement of this name unnamed: PostgreSQL
+ * parses and plans each execution with its values, as for a query built per
+ * request, while the SQL text is built once here.
+ */
+export const UNNAMED_STATEMENT_NAME = 'unnamed (planned per execution)';
+
+/**
+ * `query.prepare` for a statement whose best plan depends on its values (a
+ * generic plan, made once, would not serve them all): drizzle keeps the SQL
+ * it built, and the server plans every execution anew. The embedded engine
+ * runs every statement unnamed anyway.
+ */
+export function prepareUnnamed<Prepared>(query: PreparableQuery<Prepared>): Prepared {
+  return query.prepare(UNNAMED_STATEMENT_NAME);
+}
