@@ -80,7 +80,7 @@ export class AgentsService {
       this.connection.transaction(async () => {
         // the org row lock queues concurrent creates of one organization, so the cap holds
         const limits = await this.orgs.lockLimits(orgId);
-        checkCountCap('agents', limits?.agents, await this.repository.countLive(orgId), 'live agents');
+        await checkCountCap('agents', limits?.agents, () => this.repository.countLive(orgId), 'live agents');
         checkCustomToolSlots(tools, 0, limits?.custom_tool_slots);
         await this.checkReferences(orgId, refs, { currentSubAgents: [] });
         return this.repository.insert(orgId, newRow);

@@ -106,6 +106,6 @@ export class CustomToolsService {
 
   private async enforceToolCap(orgId: string): Promise<void> {
     const limits = await this.orgs.lockLimits(orgId);
-    checkCountCap('custom_tool_slots', limits?.custom_tool_slots, await this.repository.countByOrg(orgId), 'custom tools');
+    await checkCountCap('custom_tool_slots', limits?.custom_tool_slots, () => this.repository.countByOrg(orgId), 'custom tools');
   }
 }

@@ -11,9 +11,16 @@ type NewOrgRow = typeof orgs.$inferInsert;
 @Injectable()
 export class OrgsRepository {
   private readonly byId;
+  private readonly limitsLocked;
 
   constructor(@Inject(DATABASE) private readonly db: Database) {
     this.byId = prepareNamed(db, 'orgs_by_id', db.select().from(orgs).where(eq(orgs.id, sql.placeholder('orgId'))));
+    // prepared: every create of every organization takes it
+    this.limitsLocked = prepareNamed(
+      db,
+      'orgs_limits_locked',
+      db.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, sql.placeholder('orgId'))).for('no key update'),
+    );
   }
 
   async findById(orgId: string): Promise<OrgRow | null> {
@@ -50,7 +57,7 @@ export class OrgsRepository {
    * tables. The one place this lock is taken.
    */
   async lockLimits(orgId: string): Promise<OrgLimits | null> {
-    const [row] = await this.db.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, orgId)).for('no key update');
+    const [row] = await this.limitsLocked.execute({ orgId });
     return row?.limits ?? null;
   }
 

@@ -10,17 +10,16 @@ describe('the one plan-cap answer', () => {
     expect(error.details).toEqual({ limit: 'sources', max: 5, fields: { 'limits.sources': ['the organization has 5 sources'] } });
   });
 
-  it('a count cap refuses the row past it; null and undefined are unlimited', () => {
-    expect(() => checkCountCap('agents', 2, 1, 'live agents')).not.toThrow();
-    let error: unknown;
-    try {
-      checkCountCap('agents', 2, 2, 'live agents');
-    } catch (caught) {
-      error = caught;
-    }
+  it('a count cap refuses the row past it; null and undefined are unlimited, and then nothing is counted', async () => {
+    const count = (n: number) => jest.fn(async () => n);
+    await expect(checkCountCap('agents', 2, count(1), 'live agents')).resolves.toBeUndefined();
+    const error = await checkCountCap('agents', 2, count(2), 'live agents').catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ApiError);
     expect((error as ApiError).details).toEqual({ limit: 'agents', max: 2, fields: { 'limits.agents': ['the organization has 2 live agents'] } });
-    expect(() => checkCountCap('agents', null, 1_000, 'live agents')).not.toThrow();
-    expect(() => checkCountCap('agents', undefined, 1_000, 'live agents')).not.toThrow();
+    for (const max of [null, undefined]) {
+      const uncounted = count(1_000);
+      await expect(checkCountCap('agents', max, uncounted, 'live agents')).resolves.toBeUndefined();
+      expect(uncounted).not.toHaveBeenCalled();
+    }
   });
 });

@@ -24,8 +24,13 @@ export function planLimitReached(cap: PlanCap, max: number, problem: string, atF
   return new ApiError(ErrorCode.ValidationFailed, `Plan limit reached: limits.${cap} allows ${max}; ${problem}.`, { limit: cap, max, fields });
 }
 
-/** A cap on how many rows an organization has: `used` exist and one more is asked for; null is unlimited. */
-export function checkCountCap(cap: PlanCap, max: number | null | undefined, used: number, counted: string): void {
-  if (max === null || max === undefined || used < max) return;
-  throw planLimitReached(cap, max, `the organization has ${used} ${counted}`);
+/**
+ * A cap on how many rows an organization has: one more is asked for, and
+ * `countUsed` says how many exist. null is unlimited, and then nothing is
+ * counted (a count on every create cost a query for the plans without a cap).
+ */
+export async function checkCountCap(cap: PlanCap, max: number | null | undefined, countUsed: () => Promise<number>, counted: string): Promise<void> {
+  if (max === null || max === undefined) return;
+  const used = await countUsed();
+  if (used >= max) throw planLimitReached(cap, max, `the organization has ${used} ${counted}`);
 }

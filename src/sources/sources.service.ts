@@ -84,6 +84,6 @@ export class SourcesService {
 
   private async enforceSourceCap(orgId: string): Promise<void> {
     const limits = await this.orgs.lockLimits(orgId);
-    checkCountCap('sources', limits?.sources, await this.repository.countCapped(orgId), 'sources (the upload source does not count)');
+    await checkCountCap('sources', limits?.sources, () => this.repository.countCapped(orgId), 'sources (the upload source does not count)');
   }
 }
