@@ -24,7 +24,8 @@ import { freePort, loadAverage } from './support';
  * (metrics: the same build with METRICS_PORT set; cp, not in the
  * default: baseline (c) with the service's pipeline skeleton doing nothing) and
  * BENCH_ONLY=<part of a path name> (or =<the name>) which paths; BENCH_SERVICE=<main.js of
- * another build> benches that build as the service (before/after).
+ * another build> benches that build as the service, and BENCH_BEFORE=<main.js of an
+ * earlier build> benches it beside the service in every round (before/after).
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
@@ -32,6 +33,8 @@ const SERVERS = new Set((process.env.BENCH_SERVERS ?? 'service,metrics,b,c,a').s
 const PROFILE_DIR = process.env.BENCH_PROFILE?.trim() || '';
 /** BENCH_SERVICE=<another build's dist/src/main.js>: measure that build as "the service" (before/after comparisons) */
 const SERVICE_SCRIPT = process.env.BENCH_SERVICE?.trim() || 'dist/src/main.js';
+/** BENCH_BEFORE=<an earlier build's dist/src/main.js>: benched beside the service in every round, on the same database (a change's cost, measured in the same minutes) */
+const BEFORE_SCRIPT = process.env.BENCH_BEFORE?.trim() || '';
 /** BENCH_ONLY='PATCH' measures only the paths whose name contains it; BENCH_ONLY='=GET /agents' only the path of that name */
 const ONLY = process.env.BENCH_ONLY?.trim() || '';
 const selected = (path: BenchPath) => (ONLY.startsWith('=') ? path.name === ONLY.slice(1) : path.name.includes(ONLY));
@@ -67,7 +70,7 @@ function cpuTimeUs(pid: number | undefined): number {
     return NaN;
   }
 }
-type Target = 'service' | 'service, metrics on' | 'baseline (a) memory' | 'baseline (b) data' | 'baseline (c) nest' | 'baseline (c) nest, empty pipeline';
+type Target = 'service' | 'service, before' | 'service, metrics on' | 'baseline (a) memory' | 'baseline (b) data' | 'baseline (c) nest' | 'baseline (c) nest, empty pipeline';
 
 
 async function start(name: string, script: string, env: Record<string, string>, logFile: string, nodeArgs: string[] = []): Promise<{ child: ChildProcess; base: string }> {
@@ -271,6 +274,7 @@ async function main(): Promise<void> {
       loads.push(loadAverage());
       if (ROUNDS > 1) console.log(`bench: round ${round} of ${ROUNDS}, load average ${loads.at(-1)}`);
       if (SERVERS.has('service')) await bench('service', await start('service', SERVICE_SCRIPT, serviceEnv, logFile, serviceArgs));
+      if (BEFORE_SCRIPT) await bench('service, before', await start('service, before', BEFORE_SCRIPT, serviceEnv, logFile));
       if (SERVERS.has('metrics')) {
         const metricsPort = await freePort();
         const metered = await start('service, metrics on', SERVICE_SCRIPT, { ...serviceEnv, METRICS_PORT: String(metricsPort) }, logFile);
@@ -298,6 +302,7 @@ async function main(): Promise<void> {
     report(engine, available, results, Date.now() - started);
     if (scrape) reportMetricsCost(available, results, scrape);
     if (SERVERS.has('cp')) reportPipelineSkeleton(available, results);
+    if (BEFORE_SCRIPT) reportBeforeAfter(available, results);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
@@ -332,6 +337,21 @@ function reportMetricsCost(paths: BenchPath[], results: Map<string, Partial<Reco
     );
   }
   console.log(`\none scrape after the metered run: ${scrape.series} series, ${(scrape.bytes / 1024).toFixed(0)} KiB, http_requests_total summed ${scrape.requests}`);
+}
+
+/** The earlier build (BENCH_BEFORE) beside this one, path by path. */
+function reportBeforeAfter(paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>): void {
+  console.log(`\nthis build against the earlier one (BENCH_BEFORE=${BEFORE_SCRIPT}), interleaved in every round\n`);
+  console.log('| path | req/s before | req/s after | after / before | CPU µs/req before | CPU µs/req after | CPU after / before |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const path of paths) {
+    const after = results.get(path.name)!.service;
+    const before = results.get(path.name)!['service, before'];
+    if (!after || !before) continue;
+    console.log(
+      `| ${path.name} | ${before.rps.toFixed(0)} | ${after.rps.toFixed(0)} | ${(after.rps / before.rps).toFixed(2)} | ${before.cpuUs.toFixed(0)} | ${after.cpuUs.toFixed(0)} | ${(after.cpuUs / before.cpuUs).toFixed(2)} |`,
+    );
+  }
 }
 
 /** Baseline (c) beside (c) with the pipeline's skeleton doing nothing: what the design's pipeline costs by itself. */
