@@ -69,6 +69,10 @@ class Lease {
   private broken: Error | null = null;
   /** its first statement found the connection already gone: nothing of the work ran on it */
   diedBeforeWork = false;
+  /** statements that completed on the connection */
+  private completed = 0;
+  /** how many had completed when the connection was found gone (null: it was not) */
+  private completedWhenLost: number | null = null;
 
   constructor(
     private readonly client: PoolClient,
@@ -103,6 +107,7 @@ class Lease {
     if (this.state.lost) {
       // the connection's 'error' event came before the statement was sent: nothing of it ran
       this.diedBeforeWork ||= first;
+      this.completedWhenLost ??= this.completed;
       this.broken = connectionLost('statement not sent');
       return this.refuse(this.broken);
     }
@@ -126,7 +131,9 @@ class Lease {
       this.client.query(this.unnamedStatements || plannedPerExecution(config) ? unnamed(config) : config, values).then(
         (result) => {
           clearTimeout(timer);
-          if (!settled) resolve(result);
+          if (settled) return;
+          this.completed++;
+          resolve(result);
         },
         (error: unknown) => {
           clearTimeout(timer);
@@ -150,7 +157,16 @@ class Lease {
     if (lost || !(error instanceof DatabaseError)) this.broken = error instanceof Error ? error : new Error(String(error));
     if (!lost) return error;
     this.diedBeforeWork ||= first;
+    this.completedWhenLost ??= this.completed;
     return connectionLost('statement failed', error);
+  }
+
+  /**
+   * The connection was found gone when BEGIN was all that had completed on
+   * it: the transaction's work, uncommitted, is gone with it.
+   */
+  lostAfterBeginOnly(): boolean {
+    return this.completedWhenLost === 1;
   }
 
   release(): void {
@@ -252,8 +268,10 @@ export class PostgresConnections {
           }
         });
       } catch (error) {
-        // BEGIN found the connection dead: nothing ran on it, take another
-        if (!begun && (await this.retryAfter(lease, attempt))) continue;
+        // BEGIN found the connection dead, or the first statement after it did (an idle connection
+        // can die between the two): nothing was committed, take another and run the work again
+        const nothingCommitted = begun ? lease.lostAfterBeginOnly() : lease.diedBeforeWork;
+        if (await this.retryAfter(lease, attempt, nothingCommitted)) continue;
         throw error;
       } finally {
         lease.release();
@@ -263,7 +281,10 @@ export class PostgresConnections {
 
   /**
    * Whether to run the work again after `lease` failed. Only when nothing of
-   * it ran there: its first statement found the connection dead. The backends
+   * it ran there (its first statement found the connection dead) or nothing
+   * of it was committed and nothing but BEGIN had completed (the code of the
+   * transaction's work before its first statement then runs again: it is
+   * validation and building, never a side effect outside the database). The backends
    * of idle connections are often lost together (a failover, a balancer's
    * idle cut, an administrator terminating them), so the next idle connection
    * may be dead too: the death notices already received are handled first
@@ -272,8 +293,8 @@ export class PostgresConnections {
    * is destroyed, so after at most the pool's size of them the try runs on a
    * newly opened one. The request's deadline bounds it all.
    */
-  private async retryAfter(lease: Lease, attempt: number): Promise<boolean> {
-    if (!lease.diedBeforeWork || attempt >= this.maxRetries) return false;
+  private async retryAfter(lease: Lease, attempt: number, nothingRan = lease.diedBeforeWork): Promise<boolean> {
+    if (!nothingRan || attempt >= this.maxRetries) return false;
     lease.release();
     await new Promise((resolve) => setImmediate(resolve));
     return true;

@@ -10,9 +10,10 @@ import { createTestApp, type TestApp } from '../support/test-app';
  * A pooled connection whose backend died while it sat idle (terminated by an
  * administrator, a failover, a balancer's idle cut) costs no request: the
  * statement that finds it dead, before anything else ran on it, runs again on
- * another connection. A connection that dies in the middle of a transaction
- * is not retried: part of the work ran on it, and running it again could
- * apply a write twice.
+ * another connection; so does a transaction whose connection dies right after
+ * its BEGIN (nothing of the work ran, nothing was committed). A connection
+ * that dies in the middle of a transaction is not retried: part of the work
+ * ran on it, and running it again could apply a write twice.
  */
 const POOL_MAX = 4;
 
@@ -111,6 +112,27 @@ describe('connections that die while idle (server engine)', () => {
     const failed = samples.filter((s) => s.status !== 200 && s.status !== 201);
     expect(failed).toEqual([]);
   });
+
+  it('a connection that dies right after BEGIN is retried: only BEGIN had run on it, the work runs again on another connection', async () => {
+    const marker = `begin${randomUUID().slice(0, 8)}`;
+    let runs = 0;
+    await t.connection.transaction(async () => {
+      runs++;
+      if (runs === 1) {
+        // BEGIN has completed on the transaction's connection: its backend dies before the work's first statement
+        const { rows } = await admin.query<{ ok: boolean }>(
+          `select pg_terminate_backend(pid) as ok from pg_stat_activity
+            where datname = current_database() and pid <> pg_backend_pid() and state = 'idle in transaction'`,
+        );
+        expect(rows.filter((row) => row.ok)).toHaveLength(1);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      await t.connection.db.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
+    });
+    expect(runs).toBe(2);
+    const { rows } = await admin.query<{ name: string }>('select name from orgs where id = $1', [org.orgId]);
+    expect(rows[0].name).toBe(marker);
+  }, 30_000);
 
   it('a connection that dies in the middle of a transaction is not retried: the work ran once and rolled back', async () => {
     const marker = `mid${randomUUID().slice(0, 8)}`;
