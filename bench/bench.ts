@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_PATHS, type BenchContext, type BenchPath } from './routes';
 import { AGENTS, CONVERSATIONS, seed } from './seed';
-import { freePort, loadAverage } from './support';
+import { freePort } from '../libs/net/free-port';
+import { loadAverage } from './support';
 
 /**
  * `npm run bench`: seeds the volume dataset, starts the BUILT server and three

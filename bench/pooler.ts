@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { BENCH_PATHS, type BenchContext, type BenchPath } from './routes';
 import { AGENTS, CONVERSATIONS, seed } from './seed';
-import { freePort, loadAverage } from './support';
+import { freePort } from '../libs/net/free-port';
+import { loadAverage } from './support';
 
 /**
  * `npm run bench:pooler`: many instances, one database, a pooler.

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_PATHS, type BenchContext } from './routes';
 import { seed } from './seed';
-import { freePort, loadAverage } from './support';
+import { freePort } from '../libs/net/free-port';
+import { loadAverage } from './support';
 
 /**
  * `npm run bench:soak`: memory of one instance under a long mixed load. One

@@ -6,7 +6,8 @@ import type { AppConfig } from '../src/config/config';
 import { OrgsService } from '../src/orgs/orgs.service';
 import { REDIS_COMMAND_TIMEOUT_MS, RedisRateLimitStorage } from '../src/rate-limit/redis-rate-limit.storage';
 import { createOrg, type TestOrg } from './support/factories';
-import { describeWithRedis, freePort, startRedisFromPath, type TestRedis } from './support/redis-server';
+import { freePort } from '../libs/net/free-port';
+import { describeWithRedis, startRedisFromPath, type TestRedis } from './support/redis-server';
 import { createTestApp, type TestApp } from './support/test-app';
 import { WriteProbeModule } from './support/write-probe.module';
 

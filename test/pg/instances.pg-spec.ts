@@ -5,7 +5,8 @@ import { Client } from 'pg';
 import fc from 'fast-check';
 import { createOrg, type TestOrg } from '../support/factories';
 import { operationsOf, resolver, valueOf, type OpenApiDocument } from '../support/openapi-contract';
-import { freePort, startServer, type ServerProcess } from '../support/server-process';
+import { freePort } from '../../libs/net/free-port';
+import { startServer, type ServerProcess } from '../support/server-process';
 import { createTestApp, type TestApp } from '../support/test-app';
 
 /**

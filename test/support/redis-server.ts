@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { Redis } from 'ioredis';
+import { freePort } from '../../libs/net/free-port';
 
 export interface TestRedis {
   url: string;
@@ -39,17 +39,6 @@ export function startRedisFromPath(): Promise<TestRedis> {
   return startRedis(binary);
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** A throwaway redis-server on a free port, without persistence; resolves once it answers PING. */
 async function startRedis(binary: string): Promise<TestRedis> {

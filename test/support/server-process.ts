@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '../../libs/net/free-port';
 
 const ROOT = join(__dirname, '..', '..');
 const BUILT_SERVER = join(ROOT, 'dist', 'src', 'main.js');
@@ -16,15 +16,6 @@ export interface ServerProcess {
   stop(): Promise<number | null>;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * dist/ must be current before a process is spawned from it. Where the
