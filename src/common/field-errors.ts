@@ -6,14 +6,6 @@ import type { FieldErrors } from './api-error';
  * Field names may come from a client's keys (`config.__proto__`), so a key
  * is always an own property of the map, never one of Object.prototype.
  */
-/**
- * What a resource's rules build from input: the value (with what else the
- * rule hands the service, `Extra`), or every problem by field, which the
- * service answers as one 422 naming them all and the fixture loader as its
- * first problem.
- */
-export type Checked<T, Extra = unknown> = ({ ok: true; value: T } & Extra) | { ok: false; fields: FieldErrors };
-
 export function addFieldError(fields: FieldErrors, field: string, problem: string): void {
   if (Object.prototype.hasOwnProperty.call(fields, field)) fields[field].push(problem);
   else Object.defineProperty(fields, field, { value: [problem], enumerable: true, writable: true, configurable: true });
@@ -28,3 +20,11 @@ export function mergeFieldErrors(fields: FieldErrors, ...more: FieldErrors[]): F
 export function hasFieldErrors(fields: FieldErrors): boolean {
   return Object.keys(fields).length > 0;
 }
+
+/**
+ * What a resource's rules build from input: the value (with what else the
+ * rule hands the service, `Extra`), or every problem by field, which the
+ * service answers as one 422 naming them all and the fixture loader as its
+ * first problem.
+ */
+export type Checked<T, Extra = unknown> = ({ ok: true; value: T } & Extra) | { ok: false; fields: FieldErrors };
