@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { and, asc, inArray, isNotNull, lt, not, sql } from 'drizzle-orm';
 import { DATABASE, type Database } from '../database/database.types';
 import { agents, chatbots, triggers } from '../database/schema';
+import { executeRows } from '../database/execute-rows';
 
 /** Arbitrary constant shared by every instance: one purger at a time, the others skip. */
 const TRASH_PURGE_LOCK_KEY = 7_214_091_340;
@@ -25,8 +26,7 @@ export class AgentsTrashRepository {
 
   /** Transaction-scoped advisory lock: released at commit/rollback, so a crashed purger never holds it. */
   async tryLockPurge(): Promise<boolean> {
-    const result = await this.db.execute<{ locked: boolean }>(sql`select pg_try_advisory_xact_lock(${TRASH_PURGE_LOCK_KEY}) as locked`);
-    const rows = (result as unknown as { rows: Array<{ locked: boolean }> }).rows;
+    const rows = await executeRows<{ locked: boolean }>(this.db, sql`select pg_try_advisory_xact_lock(${TRASH_PURGE_LOCK_KEY}) as locked`);
     return rows[0]?.locked === true;
   }
 

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { sql, type SQL } from 'drizzle-orm';
 import { DATABASE, type Database } from '../database/database.types';
+import { executeRows } from '../database/execute-rows';
 
 export interface AnalyticsTotalsRow {
   conversations: number;
@@ -96,7 +97,7 @@ export class AnalyticsRepository {
     const { since, until } = window;
     const parts = windowParts(since, until);
     const whole = (column: SQL) => this.wholeDays(parts, column);
-    const result = await this.db.execute(sql`
+    const [row] = await executeRows<Raw>(this.db, sql`
       with edge as (${this.edgeRows(orgId, agentId, parts)}),
       sums as (
         select count(*) as conversations, sum(message_count) as messages, sum(credits_used) as credits_used,
@@ -156,7 +157,6 @@ export class AnalyticsRepository {
       where a.org_id = ${orgId} and a.id = ${agentId} and (a.deleted_at is null or a.deleted_at >= ${window.trashWindowStart})
       group by a.id
     `);
-    const row = (result as unknown as { rows: Raw[] }).rows[0];
     if (!row) return null;
     const days = (typeof row.days === 'string' ? JSON.parse(row.days) : row.days) as Array<[string, number, number, number, number]>;
     return {

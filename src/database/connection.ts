@@ -16,6 +16,7 @@ import { QueryErrorReporter } from './query-error-reporter';
 import { currentScope, openTransaction, runInScope, type OpenTransaction } from './request-scope';
 import { poolerSafe, withMigrationLock } from './pooler';
 import * as schema from './schema';
+import { executeRows } from './execute-rows';
 
 /**
  * Extensions every embedded database is opened with. A data directory whose
@@ -199,9 +200,8 @@ export class DatabaseConnection {
   /** How many migrations the database has recorded as applied (0 on a fresh database). */
   async appliedMigrations(): Promise<number> {
     try {
-      // both drivers return `{ rows }`
-      const result = (await this.db.execute(sql`select count(*)::int as count from drizzle.__drizzle_migrations`)) as unknown as { rows: Array<{ count: number }> };
-      return Number(result.rows[0]?.count ?? 0);
+      const [row] = await executeRows<{ count: number }>(this.db, sql`select count(*)::int as count from drizzle.__drizzle_migrations`);
+      return Number(row?.count ?? 0);
     } catch (error) {
       // 3F000 no such schema, 42P01 no such table: nothing applied yet
       const code = (error as { cause?: { code?: string } }).cause?.code ?? (error as { code?: string }).code;

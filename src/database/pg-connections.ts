@@ -28,15 +28,24 @@ function deadlineError(what: string): Error {
 
 type QueryConfig = Parameters<PoolClient['query']>[0];
 
+/**
+ * The statement's name: `name` of node-postgres' documented query config.
+ * The parameter type of `query` is a union (text, config, submittable) that
+ * does not let TypeScript see the field without the cast.
+ */
+function statementName(config: QueryConfig): string | undefined {
+  return typeof config === 'object' ? (config as unknown as { name?: string }).name : undefined;
+}
+
 /** The same statement without its name (node-postgres prepares a named statement once per connection). */
 function unnamed(config: QueryConfig): QueryConfig {
-  const named = config as unknown as { name?: string };
-  return typeof config === 'object' && named.name ? ({ ...named, name: undefined } as unknown as QueryConfig) : config;
+  if (!statementName(config)) return config;
+  return { ...(config as unknown as Record<string, unknown>), name: undefined } as unknown as QueryConfig;
 }
 
 /** A statement prepared by `prepareUnnamed`: its SQL is kept, its plan is not. */
 function plannedPerExecution(config: QueryConfig): boolean {
-  return typeof config === 'object' && (config as unknown as { name?: string }).name === UNNAMED_STATEMENT_NAME;
+  return statementName(config) === UNNAMED_STATEMENT_NAME;
 }
 
 /**
