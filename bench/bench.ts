@@ -270,23 +270,30 @@ async function main(): Promise<void> {
       }
     }
     // servers one after the other (PGlite allows one process per directory),
-    // rounds interleaved so that a noisy minute hits every server alike
-    for (let round = 1; round <= ROUNDS; round++) {
-      loads.push(loadAverage());
-      if (ROUNDS > 1) console.log(`bench: round ${round} of ${ROUNDS}, load average ${loads.at(-1)}`);
-      if (SERVERS.has('service')) await bench('service', await start('service', SERVICE_SCRIPT, serviceEnv, logFile, serviceArgs));
-      if (BEFORE_SCRIPT) await bench('service, before', await start('service, before', BEFORE_SCRIPT, serviceEnv, logFile));
-      if (SERVERS.has('metrics')) {
+    // rounds interleaved so that a noisy minute hits every server alike, and
+    // each round starts one server later than the one before, so that no
+    // server is always the one that runs first (right after the seed, or
+    // after the previous round's last server)
+    const servers: Array<() => Promise<void>> = [];
+    if (SERVERS.has('service')) servers.push(async () => bench('service', await start('service', SERVICE_SCRIPT, serviceEnv, logFile, serviceArgs)));
+    if (BEFORE_SCRIPT) servers.push(async () => bench('service, before', await start('service, before', BEFORE_SCRIPT, serviceEnv, logFile)));
+    if (SERVERS.has('metrics')) {
+      servers.push(async () => {
         const metricsPort = await freePort();
         const metered = await start('service, metrics on', SERVICE_SCRIPT, { ...serviceEnv, METRICS_PORT: String(metricsPort) }, logFile);
         // one scrape before it stops: proof the metrics were on, and what a scrape holds
         await bench('service, metrics on', metered, async () => {
           scrape = await metricsSummary(`http://127.0.0.1:${metricsPort}/metrics`);
         });
-      }
-      if (SERVERS.has('b')) await bench('baseline (b) data', await start('baseline (b)', 'dist/bench/baseline-data.js', dbEnv, logFile));
-      if (SERVERS.has('c')) await bench('baseline (c) nest', await start('baseline (c)', 'dist/bench/baseline-nest.js', dbEnv, logFile, profileArgs('baseline (c) nest')));
-      if (SERVERS.has('cp')) await bench('baseline (c) nest, empty pipeline', await start('baseline (c), empty pipeline', 'dist/bench/baseline-nest.js', { ...dbEnv, BENCH_C_PIPELINE: '1' }, logFile));
+      });
+    }
+    if (SERVERS.has('b')) servers.push(async () => bench('baseline (b) data', await start('baseline (b)', 'dist/bench/baseline-data.js', dbEnv, logFile)));
+    if (SERVERS.has('c')) servers.push(async () => bench('baseline (c) nest', await start('baseline (c)', 'dist/bench/baseline-nest.js', dbEnv, logFile, profileArgs('baseline (c) nest'))));
+    if (SERVERS.has('cp')) servers.push(async () => bench('baseline (c) nest, empty pipeline', await start('baseline (c), empty pipeline', 'dist/bench/baseline-nest.js', { ...dbEnv, BENCH_C_PIPELINE: '1' }, logFile)));
+    for (let round = 1; round <= ROUNDS; round++) {
+      loads.push(loadAverage());
+      if (ROUNDS > 1) console.log(`bench: round ${round} of ${ROUNDS}, load average ${loads.at(-1)}`);
+      for (let i = 0; i < servers.length; i++) await servers[(round - 1 + i) % servers.length]();
     }
     // (a) the same envelopes from memory: once, it measures the load generator more than anything
     if (SERVERS.has('a')) {
@@ -357,7 +364,7 @@ function reportBeforeAfter(paths: BenchPath[], results: Map<string, Partial<Reco
 
 /** Baseline (c) beside (c) with the pipeline's skeleton doing nothing: what the design's pipeline costs by itself. */
 function reportPipelineSkeleton(paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>): void {
-  console.log('\nbaseline (c) with the service\'s pipeline skeleton, each part doing nothing (AsyncLocalStorage scope, three guards — the first async —, a pipe, three interceptors — the first awaiting):\n');
+  console.log('\nbaseline (c) with the service\'s pipeline skeleton, each part doing nothing (AsyncLocalStorage scope, four guards — the second async —, a pipe, two interceptors — the first awaiting —, an onSend hook):\n');
   console.log('| path | (c) req/s | (c) + empty pipeline req/s | empty pipeline / (c) | service / (c + empty pipeline) | CPU µs/req (c) / (c + empty pipeline) / service |');
   console.log('|---|---|---|---|---|---|');
   const cpu = (m: Measure | undefined) => (m === undefined || Number.isNaN(m.cpuUs) ? '–' : m.cpuUs.toFixed(0));
