@@ -1,6 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
-import { TenantConcurrencyInterceptor } from './common/tenant-concurrency';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AgentsModule } from './agents/agents.module';
 import { AuthenticationGuard } from './auth/authentication.guard';
@@ -13,6 +12,7 @@ import { ConnectorsModule } from './connectors/connectors.module';
 import { ConversationsModule } from './conversations/conversations.module';
 import { EnvelopeInterceptor } from './common/envelope';
 import { ErrorEnvelopeFilter } from './common/error.filter';
+import { TenantConcurrencyGuard } from './common/tenant-concurrency';
 import type { AppLogger } from './common/logger';
 import { ApiValidationPipe } from './common/validation';
 import type { AppConfig } from './config/config';
@@ -71,17 +71,17 @@ export class AppModule {
       providers: [
         // the guards, which run in registration order: who is calling (the key) → counted against
         // their budget (429) → may they (401 for a missing or bad key, then scope and organization
-        // status: 403). A new guard goes here, in its place in that order.
+        // status: 403) → a slot among their tenant's requests in progress (waits, or 503).
+        // A new guard goes here, in its place in that order.
         { provide: APP_GUARD, useExisting: AuthenticationGuard },
         { provide: APP_GUARD, useExisting: RateLimitGuard },
         { provide: APP_GUARD, useExisting: AuthorizationGuard },
+        TenantConcurrencyGuard,
+        { provide: APP_GUARD, useExisting: TenantConcurrencyGuard },
         { provide: APP_PIPE, useClass: ApiValidationPipe },
         // interceptors nest in registration order: idempotency outside the
         // envelope, so it stores and replays the full enveloped body (the
         // database deadline is set around the whole pipeline: src/http/request-hooks.ts)
-        // outermost: a request over its tenant's bound of requests in progress waits (or is refused) before anything runs
-        TenantConcurrencyInterceptor,
-        { provide: APP_INTERCEPTOR, useExisting: TenantConcurrencyInterceptor },
         { provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor },
         { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
         { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },

@@ -26,6 +26,8 @@ export interface RequestContext {
   auth?: AuthContext;
   /** set by the authentication guard for a missing or bad key; the authorization guard answers it (401) */
   authFailure?: AuthenticationFailure;
+  /** set by the tenant concurrency guard (common/tenant-concurrency.ts); called once the answer is sent */
+  releaseTenantSlots?: () => void;
   /** the body bytes as received (decoded), for idempotency fingerprints */
   rawBody?: Buffer;
   body?: unknown;

@@ -1,9 +1,9 @@
-import { lastValueFrom, NEVER, of } from 'rxjs';
-import type { CallHandler, ExecutionContext } from '@nestjs/common';
+import type { ExecutionContext } from '@nestjs/common';
 import type { AppConfig } from '../config/config';
 import { Metrics } from '../metrics/metrics';
 import { ApiError } from './api-error';
-import { KeyedSlots, TenantConcurrencyInterceptor } from './tenant-concurrency';
+import type { RequestContext } from './request-context';
+import { KeyedSlots, TenantConcurrencyGuard } from './tenant-concurrency';
 
 describe('KeyedSlots', () => {
   it('gives out `limit` slots per name, hands a released slot to the oldest waiter, and forgets idle names', async () => {
@@ -42,31 +42,55 @@ describe('KeyedSlots', () => {
   });
 });
 
-describe('TenantConcurrencyInterceptor', () => {
+describe('TenantConcurrencyGuard', () => {
   const config = { orgConcurrency: 2, keyConcurrency: 1, dbStatementTimeoutMs: 30 } as AppConfig;
-  const context = (orgId: string, keyId: string) =>
-    ({ switchToHttp: () => ({ getRequest: () => ({ auth: { orgId, keyId } }) }) }) as unknown as ExecutionContext;
-  // a request whose handler is still running
-  const inProgress: CallHandler = { handle: () => NEVER };
+  const request = (orgId: string, keyId: string): RequestContext => ({ auth: { orgId, keyId } }) as RequestContext;
+  const context = (req: RequestContext) => ({ switchToHttp: () => ({ getRequest: () => req }) }) as unknown as ExecutionContext;
+  const refusal = (outcome: true | Promise<true>) => Promise.resolve(outcome).then(() => null, (error: unknown) => error);
+
+  it('admits at once while the tenant has free slots, and the answer being sent gives them back', () => {
+    const guard = new TenantConcurrencyGuard(config, new Metrics(false));
+    const first = request('org', 'k1');
+    // synchronous: Nest awaits only a guard that returns a promise
+    expect(guard.canActivate(context(first))).toBe(true);
+    expect([guard.keys.held('k1'), guard.orgs.held('org')]).toEqual([1, 1]);
+    first.releaseTenantSlots!();
+    first.releaseTenantSlots!(); // called once per answer; a second call frees nothing more
+    expect([guard.keys.held('k1'), guard.orgs.held('org')]).toEqual([0, 0]);
+    // a public route (no key) takes no slot
+    expect(guard.canActivate(context({} as RequestContext))).toBe(true);
+  });
+
+  it('lets a waiting request in when a slot is given back within its wait', async () => {
+    const guard = new TenantConcurrencyGuard({ ...config, dbStatementTimeoutMs: 1000 }, new Metrics(false));
+    const first = request('org', 'k1');
+    guard.canActivate(context(first));
+    const second = request('org', 'k1');
+    const admitted = guard.canActivate(context(second));
+    expect(admitted).toBeInstanceOf(Promise);
+    first.releaseTenantSlots!();
+    await expect(admitted).resolves.toBe(true);
+    expect(guard.keys.held('k1')).toBe(1);
+    second.releaseTenantSlots!();
+    expect(guard.keys.held('k1')).toBe(0);
+  });
 
   it('refuses with 503 and Retry-After the request of a key, then of an organization, that kept its bound busy for the whole wait', async () => {
-    const interceptor = new TenantConcurrencyInterceptor(config, new Metrics(false));
-    const quick: CallHandler = { handle: () => of('done') };
-    // one request of key k1 in progress (its handler never completes here)
-    interceptor.intercept(context('org', 'k1'), inProgress).subscribe();
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    const byKey = await lastValueFrom(interceptor.intercept(context('org', 'k1'), quick)).catch((error: unknown) => error);
+    const guard = new TenantConcurrencyGuard(config, new Metrics(false));
+    // one request of key k1 in progress (its answer is never sent here)
+    expect(guard.canActivate(context(request('org', 'k1')))).toBe(true);
+    const byKey = await refusal(guard.canActivate(context(request('org', 'k1'))));
     expect(byKey).toBeInstanceOf(ApiError);
     expect((byKey as ApiError).status).toBe(503);
     expect((byKey as ApiError).headers).toEqual({ 'Retry-After': '1' });
     expect((byKey as ApiError).message).toMatch(/API key already has 1 requests in progress/);
     // a second key fills the organization's two slots; a third key waits, then is refused
-    interceptor.intercept(context('org', 'k2'), inProgress).subscribe();
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    const byOrg = await lastValueFrom(interceptor.intercept(context('org', 'k3'), quick)).catch((error: unknown) => error);
+    expect(guard.canActivate(context(request('org', 'k2')))).toBe(true);
+    const byOrg = await refusal(guard.canActivate(context(request('org', 'k3'))));
     expect((byOrg as ApiError).message).toMatch(/organization already has 2 requests in progress/);
-    expect(interceptor.keys.held('k3')).toBe(0);
+    // the refused request gave its key's slot back
+    expect(guard.keys.held('k3')).toBe(0);
     // another organization is not affected
-    expect(await lastValueFrom(interceptor.intercept(context('other', 'k4'), quick))).toBe('done');
+    expect(guard.canActivate(context(request('other', 'k4')))).toBe(true);
   });
 });

@@ -1,5 +1,4 @@
-import { CallHandler, ExecutionContext, Inject, Injectable, type NestInterceptor } from '@nestjs/common';
-import { defer, finalize, from, mergeMap, type Observable } from 'rxjs';
+import { ExecutionContext, Inject, Injectable, type CanActivate } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { remainingMs } from '../database/request-scope';
 import { Metrics } from '../metrics/metrics';
@@ -30,26 +29,25 @@ export class KeyedSlots {
     return this.slots.get(name)?.held ?? 0;
   }
 
+  /** The release function of a free slot, taken now; null when all `limit` are held (waiters included). */
+  tryAcquire(name: string): (() => void) | null {
+    let slot = this.slots.get(name);
+    if (!slot) this.slots.set(name, (slot = { held: 0, waiting: [] }));
+    if (slot.held >= this.limit) return null;
+    slot.held += 1;
+    return once(() => this.release(name, slot));
+  }
+
   /** Resolves with the release function, or with null when no slot freed up within `waitMs`. */
   acquire(name: string, waitMs: number): Promise<(() => void) | null> {
-    let entry = this.slots.get(name);
-    if (!entry) this.slots.set(name, (entry = { held: 0, waiting: [] }));
-    const slot = entry;
-    const release = () => {
-      const next = slot.waiting.shift();
-      if (next) return next(); // the slot passes straight to the next waiter
-      slot.held -= 1;
-      if (slot.held === 0) this.slots.delete(name);
-    };
-    if (slot.held < this.limit) {
-      slot.held += 1;
-      return Promise.resolve(once(release));
-    }
-    if (waitMs <= 0) return Promise.resolve(null);
+    const free = this.tryAcquire(name);
+    if (free || waitMs <= 0) return Promise.resolve(free);
+    // tryAcquire left the entry in place: its slots are all held
+    const slot = this.slots.get(name)!;
     return new Promise((resolve) => {
       const handOver = () => {
         clearTimeout(timer);
-        resolve(once(release));
+        resolve(once(() => this.release(name, slot)));
       };
       const timer = setTimeout(() => {
         slot.waiting.splice(slot.waiting.indexOf(handOver), 1);
@@ -57,6 +55,13 @@ export class KeyedSlots {
       }, waitMs);
       slot.waiting.push(handOver);
     });
+  }
+
+  private release(name: string, slot: { held: number; waiting: Array<() => void> }): void {
+    const next = slot.waiting.shift();
+    if (next) return next(); // the slot passes straight to the next waiter
+    slot.held -= 1;
+    if (slot.held === 0) this.slots.delete(name);
   }
 }
 
@@ -80,9 +85,15 @@ function once(fn: () => void): () => void {
  * tenant's queue, not in the pool's shared one, until a slot frees up or its
  * database deadline passes (then 503 `service_unavailable`, Retry-After: 1).
  * The key's slot is taken first, then the organization's: one order, no cycle.
+ *
+ * The last guard (app.module.ts), so only a request that may run takes
+ * slots; they are given back when its answer is sent, whatever it is (the
+ * `onSend` hook, src/http/request-hooks.ts), which is when its handler has
+ * finished with the database. Synchronous while the tenant has free slots:
+ * Nest awaits only a guard that returns a promise.
  */
 @Injectable()
-export class TenantConcurrencyInterceptor implements NestInterceptor {
+export class TenantConcurrencyGuard implements CanActivate {
   readonly orgs: KeyedSlots;
   readonly keys: KeyedSlots;
 
@@ -94,28 +105,44 @@ export class TenantConcurrencyInterceptor implements NestInterceptor {
     this.keys = new KeyedSlots(config.keyConcurrency);
   }
 
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const auth = context.switchToHttp().getRequest<RequestContext>().auth;
-    if (!auth) return next.handle();
-    return defer(() => from(this.enter(auth.keyId, auth.orgId))).pipe(mergeMap((leave) => next.handle().pipe(finalize(leave))));
+  canActivate(context: ExecutionContext): true | Promise<true> {
+    const request = context.switchToHttp().getRequest<RequestContext>();
+    const auth = request.auth;
+    // public routes (the access guards before this one refused every other request without a key)
+    if (!auth) return true;
+    const key = this.keys.tryAcquire(auth.keyId);
+    if (key) return this.enterOrganization(request, auth.orgId, key);
+    return this.keys.acquire(auth.keyId, this.waitMs()).then((waited) => {
+      if (!waited) {
+        this.metrics.tenantBusy('key');
+        throw busy('key', this.keys.limit);
+      }
+      return this.enterOrganization(request, auth.orgId, waited);
+    });
   }
 
-  private async enter(keyId: string, orgId: string): Promise<() => void> {
-    const wait = () => remainingMs() ?? this.config.dbStatementTimeoutMs;
-    const key = await this.keys.acquire(keyId, wait());
-    if (!key) {
-      this.metrics.tenantBusy('key');
-      throw busy('key', this.keys.limit);
-    }
-    const org = await this.orgs.acquire(orgId, wait());
-    if (!org) {
-      key();
-      this.metrics.tenantBusy('organization');
-      throw busy('organization', this.orgs.limit);
-    }
-    return () => {
+  private enterOrganization(request: RequestContext, orgId: string, key: () => void): true | Promise<true> {
+    const org = this.orgs.tryAcquire(orgId);
+    if (org) return this.hold(request, org, key);
+    return this.orgs.acquire(orgId, this.waitMs()).then((waited) => {
+      if (!waited) {
+        key();
+        this.metrics.tenantBusy('organization');
+        throw busy('organization', this.orgs.limit);
+      }
+      return this.hold(request, waited, key);
+    });
+  }
+
+  private hold(request: RequestContext, org: () => void, key: () => void): true {
+    request.releaseTenantSlots = () => {
       org();
       key();
     };
+    return true;
+  }
+
+  private waitMs(): number {
+    return remainingMs() ?? this.config.dbStatementTimeoutMs;
   }
 }

@@ -67,7 +67,9 @@ function protocolRefusal(request: FastifyRequest): ApiError | null {
  *    once the body is read: a slow upload is the request timeout's to
  *    bound, not the database's — docs/decisions.md, "Timeouts"); then Nest
  *    runs guards → interceptors → pipe → handler → filter inside it;
- * 4. `onResponse`: the one log line and the HTTP metrics.
+ * 4. `onSend`: the answer, success or error, is on its way, so the handler
+ *    has finished: the tenant's concurrency slots are given back;
+ * 5. `onResponse`: the one log line and the HTTP metrics.
  */
 export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, dbStatementTimeoutMs: number): void {
   fastify.decorateRequest('requestId', '');
@@ -81,6 +83,10 @@ export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, 
   fastify.addHook('preHandler', (request, _reply, done) => {
     layer.tracker.handling(request);
     runWithRequestDeadline(dbStatementTimeoutMs, () => done());
+  });
+  fastify.addHook('onSend', (request, _reply, payload, done) => {
+    (request as unknown as RequestContext).releaseTenantSlots?.();
+    done(null, payload);
   });
   fastify.addHook('onResponse', (request, reply, done) => {
     endRequest(layer, request, reply);

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { TenantConcurrencyInterceptor } from '../../src/common/tenant-concurrency';
+import { TenantConcurrencyGuard } from '../../src/common/tenant-concurrency';
 import { createOrg, type TestOrg } from '../support/factories';
 import { createTestApp, type TestApp } from '../support/test-app';
 
@@ -30,7 +30,7 @@ describe('one tenant cannot stall the others', () => {
   });
 
   it('answers org B while org A has eight requests stuck, and tells A to retry', async () => {
-    const slots = t.app.get(TenantConcurrencyInterceptor);
+    const slots = t.app.get(TenantConcurrencyGuard);
     // four keys of A, two requests each: no key reaches its own bound, the organization does
     const keysA = await Promise.all([1, 2, 3, 4].map(async () => (await orgA.key(['conversations:read'])).auth));
     const authB = orgB.auth;
