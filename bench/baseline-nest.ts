@@ -36,9 +36,10 @@ import { BenchSql, type Row } from './baseline-sql';
  * With BENCH_C_PIPELINE=1 it gets the skeleton of the service's pipeline,
  * each part doing nothing: every request in an AsyncLocalStorage scope (the
  * service's database deadline), four global guards (authentication, the rate
- * limit, which awaits its store, authorization and the tenant bound), one
- * global pipe, two global interceptors (idempotency's, which awaits, and the
- * envelope's), and an `onSend` hook (where the tenant's slots are given
+ * limit, authorization and the tenant bound: synchronous for a key in memory,
+ * the in-process rate-limit store and a free slot), one
+ * global pipe, two global interceptors (idempotency's, which passes a read
+ * through, and the envelope's), and an `onSend` hook (where the tenant's slots are given
  * back). What the design's pipeline costs before it does any work.
  */
 let sql: BenchSql;
@@ -112,13 +113,6 @@ class ConversationsController {
 }
 
 @Injectable()
-class NothingAsyncGuard implements CanActivate {
-  async canActivate(): Promise<boolean> {
-    return true;
-  }
-}
-
-@Injectable()
 class NothingGuard implements CanActivate {
   canActivate(): boolean {
     return true;
@@ -133,8 +127,8 @@ class NothingPipe implements PipeTransform {
 }
 
 @Injectable()
-class AwaitInterceptor implements NestInterceptor {
-  async intercept(_context: unknown, next: CallHandler): Promise<Observable<unknown>> {
+class PassInterceptor implements NestInterceptor {
+  intercept(_context: unknown, next: CallHandler): Observable<unknown> {
     return next.handle();
   }
 }
@@ -150,11 +144,11 @@ const PIPELINE = process.env.BENCH_C_PIPELINE === '1';
 const scope = new AsyncLocalStorage<{ at: number }>();
 const pipeline: Provider[] = [
   { provide: APP_GUARD, useClass: NothingGuard },
-  { provide: APP_GUARD, useClass: NothingAsyncGuard },
+  { provide: APP_GUARD, useClass: NothingGuard },
   { provide: APP_GUARD, useClass: NothingGuard },
   { provide: APP_GUARD, useClass: NothingGuard },
   { provide: APP_PIPE, useClass: NothingPipe },
-  { provide: APP_INTERCEPTOR, useClass: AwaitInterceptor },
+  { provide: APP_INTERCEPTOR, useClass: PassInterceptor },
   { provide: APP_INTERCEPTOR, useClass: MapInterceptor },
 ];
 

@@ -310,7 +310,7 @@ async function main(): Promise<void> {
     report(engine, available, results, Date.now() - started);
     if (scrape) reportMetricsCost(available, results, scrape);
     if (SERVERS.has('cp')) reportPipelineSkeleton(available, results);
-    if (BEFORE_SCRIPT) reportBeforeAfter(available, results);
+    if (BEFORE_SCRIPT) reportBeforeAfter(available, results, rounds);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
@@ -348,23 +348,30 @@ function reportMetricsCost(paths: BenchPath[], results: Map<string, Partial<Reco
 }
 
 /** The earlier build (BENCH_BEFORE) beside this one, path by path. */
-function reportBeforeAfter(paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>): void {
+function reportBeforeAfter(
+  paths: BenchPath[],
+  results: Map<string, Partial<Record<Target, Measure>>>,
+  rounds: Map<string, Partial<Record<Target, Measure[]>>>,
+): void {
   console.log(`\nthis build against the earlier one (BENCH_BEFORE=${BEFORE_SCRIPT}), interleaved in every round\n`);
-  console.log('| path | req/s before | req/s after | after / before | CPU µs/req before | CPU µs/req after | CPU after / before |');
-  console.log('|---|---|---|---|---|---|---|');
+  // each round's own ratio beside the medians: how far one round strays is the noise a ratio is read against
+  console.log('| path | req/s before | req/s after | after / before | CPU µs/req before | CPU µs/req after | CPU after / before | CPU after / before, each round |');
+  console.log('|---|---|---|---|---|---|---|---|');
   for (const path of paths) {
     const after = results.get(path.name)!.service;
     const before = results.get(path.name)!['service, before'];
     if (!after || !before) continue;
+    const got = rounds.get(path.name)!;
+    const each = (got.service ?? []).map((m, i) => (m.cpuUs / got['service, before']![i].cpuUs).toFixed(2)).join(', ');
     console.log(
-      `| ${path.name} | ${before.rps.toFixed(0)} | ${after.rps.toFixed(0)} | ${(after.rps / before.rps).toFixed(2)} | ${before.cpuUs.toFixed(0)} | ${after.cpuUs.toFixed(0)} | ${(after.cpuUs / before.cpuUs).toFixed(2)} |`,
+      `| ${path.name} | ${before.rps.toFixed(0)} | ${after.rps.toFixed(0)} | ${(after.rps / before.rps).toFixed(2)} | ${before.cpuUs.toFixed(0)} | ${after.cpuUs.toFixed(0)} | ${(after.cpuUs / before.cpuUs).toFixed(2)} | ${each} |`,
     );
   }
 }
 
 /** Baseline (c) beside (c) with the pipeline's skeleton doing nothing: what the design's pipeline costs by itself. */
 function reportPipelineSkeleton(paths: BenchPath[], results: Map<string, Partial<Record<Target, Measure>>>): void {
-  console.log('\nbaseline (c) with the service\'s pipeline skeleton, each part doing nothing (AsyncLocalStorage scope, four guards — the second async —, a pipe, two interceptors — the first awaiting —, an onSend hook):\n');
+  console.log('\nbaseline (c) with the service\'s pipeline skeleton, each part doing nothing (AsyncLocalStorage scope, four guards, a pipe, two interceptors, an onSend hook):\n');
   console.log('| path | (c) req/s | (c) + empty pipeline req/s | empty pipeline / (c) | service / (c + empty pipeline) | CPU µs/req (c) / (c + empty pipeline) / service |');
   console.log('|---|---|---|---|---|---|');
   const cpu = (m: Measure | undefined) => (m === undefined || Number.isNaN(m.cpuUs) ? '–' : m.cpuUs.toFixed(0));

@@ -57,18 +57,27 @@ export class IdempotencyInterceptor implements NestInterceptor {
     private readonly metrics: Metrics,
   ) {}
 
-  async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
+  /** Synchronous for the requests it leaves alone (every read): Nest awaits only an interceptor's promise. */
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> | Promise<Observable<unknown>> {
     if (context.getType() !== 'http') return next.handle();
     const http = context.switchToHttp();
     const request = http.getRequest<RequestContext>();
-    const response = http.getResponse<{ statusCode: number }>();
     const method = (request.method ?? 'GET').toUpperCase();
     // GET and DELETE ignore the header; public routes have no organization to scope it to
     if (!IDEMPOTENT_METHODS.has(method) || !request.auth) return next.handle();
     const key = parseIdempotencyKey(request.headers['idempotency-key']);
     if (key === null) return next.handle();
+    return this.interceptKeyed(request, http.getResponse<{ statusCode: number }>(), method, request.auth.orgId, key, next);
+  }
 
-    const orgId = request.auth.orgId;
+  private async interceptKeyed(
+    request: RequestContext,
+    response: { statusCode: number },
+    method: string,
+    orgId: string,
+    key: string,
+    next: CallHandler,
+  ): Promise<Observable<unknown>> {
     const startedAt = new Date();
     const fingerprint = requestFingerprint(method, pathOf(request.url), request.rawBody);
 

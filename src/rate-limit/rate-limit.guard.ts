@@ -40,9 +40,12 @@ export class RateLimitGuard implements CanActivate {
     const http = context.switchToHttp();
     const request = http.getRequest<RequestContext>();
     const subject = request.auth ? { auth: request.auth } : { clientAddress: request.socket?.remoteAddress };
-    return this.limiter.hit(subject).then((decision) => {
+    const apply = (decision: RateDecision): true => {
       this.headers.apply(http.getResponse<unknown>(), decision);
       return true;
-    });
+    };
+    // synchronous with the in-process store: Nest awaits only a guard that returns a promise
+    const decided = this.limiter.hit(subject);
+    return decided instanceof Promise ? decided.then(apply) : apply(decided);
   }
 }

@@ -22,10 +22,12 @@ export const RATE_LIMIT_STORAGE = Symbol('RATE_LIMIT_STORAGE');
 
 /**
  * Every window of a budget is checked and counted in one atomic step, so a
- * hit is either counted in all windows or refused in all.
+ * hit is either counted in all windows or refused in all. A storage that
+ * decides in process answers at once (no promise: the rate-limit guard then
+ * stays synchronous, and Nest does not await it).
  */
 export interface RateLimitStorage {
-  hit(tracker: string, windows: RateWindow[]): Promise<RateLimitHit>;
+  hit(tracker: string, windows: RateWindow[]): RateLimitHit | Promise<RateLimitHit>;
 }
 
 interface WindowCounter {
@@ -54,8 +56,8 @@ export class MemoryRateLimitStorage implements RateLimitStorage {
     return this.counters.size;
   }
 
-  // synchronous inside: atomic within the process
-  async hit(tracker: string, windows: RateWindow[]): Promise<RateLimitHit> {
+  // synchronous: atomic within the process
+  hit(tracker: string, windows: RateWindow[]): RateLimitHit {
     const now = this.now();
     const current = windows.map((window) => {
       const id = `${tracker}|${window.name}|${window.ttlMs}`;

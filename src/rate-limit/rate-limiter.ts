@@ -5,7 +5,7 @@ import { parseIpv6 } from '../common/url-policy';
 import type { AuthContext } from '../common/request-context';
 import { APP_CONFIG, type AppConfig, type RateLimitBudget } from '../config/config';
 import { Metrics } from '../metrics/metrics';
-import { RATE_LIMIT_STORAGE, type RateLimitStorage, type RateWindow, type WindowUsage } from './rate-limit.storage';
+import { RATE_LIMIT_STORAGE, type RateLimitHit, type RateLimitStorage, type RateWindow, type WindowUsage } from './rate-limit.storage';
 
 const MINUTE_WINDOW = 'minute';
 const HOUR_WINDOW = 'hour';
@@ -75,18 +75,21 @@ export class RateLimiter {
     private readonly metrics: Metrics,
   ) {}
 
-  /** Counts one request against the subject's budget. */
-  async hit(subject: RateSubject, now = Date.now()): Promise<RateDecision> {
+  /** Counts one request against the subject's budget; decided at once when the storage answers at once. */
+  hit(subject: RateSubject, now = Date.now()): RateDecision | Promise<RateDecision> {
     const tracker = 'auth' in subject ? `key:${subject.auth.keyId}` : `ip:${clientKey(subject.clientAddress)}`;
     const budget = ('auth' in subject && this.config.rateLimitPlans[subject.auth.orgPlan]) || this.defaultBudget();
     const windows: RateWindow[] = WINDOWS.map(({ name, ttlMs }) => ({ name, ttlMs, limit: name === HOUR_WINDOW ? budget.perHour : budget.perMinute }));
     const started = performance.now();
-    const { allowed, windows: usage } = await this.storage.hit(tracker, windows);
-    // what Redis trouble may cost a request: bounded by RATE_LIMIT_REDIS_WAIT_MS
-    this.metrics.rateLimitStoreWait((performance.now() - started) / 1000);
-    const shown = constrainingWindow(usage);
-    if (!('auth' in subject)) this.learnClient(clientKey(subject.clientAddress), shown, allowed, now);
-    return decision(shown, allowed, now);
+    const decide = ({ allowed, windows: usage }: RateLimitHit): RateDecision => {
+      // what Redis trouble may cost a request: bounded by RATE_LIMIT_REDIS_WAIT_MS
+      this.metrics.rateLimitStoreWait((performance.now() - started) / 1000);
+      const shown = constrainingWindow(usage);
+      if (!('auth' in subject)) this.learnClient(clientKey(subject.clientAddress), shown, allowed, now);
+      return decision(shown, allowed, now);
+    };
+    const counted = this.storage.hit(tracker, windows);
+    return counted instanceof Promise ? counted.then(decide) : decide(counted);
   }
 
   /**
