@@ -15,8 +15,8 @@ import { loadAverage } from './support';
 /**
  * `npm run bench`: seeds the volume dataset, starts the BUILT server and three
  * baselines one after the other on the same database, and prints req/s at 50
- * connections and p50/p99 at a fixed 200 req/s for each main path, with the
- * ratios to the baselines. Embedded PGlite by default; DATABASE_URL when set.
+ * connections and p50/p99 at a fixed rate (BENCH_RATE, default 200 req/s) for
+ * each main path, with the ratios to the baselines. Embedded PGlite by default; DATABASE_URL when set.
  * BENCH_ROUNDS=n repeats the service and baselines (b), (c) n times,
  * interleaved, and reports the median of each figure; BENCH_PROFILE=dir runs
  * the service under `node --cpu-prof` into dir, baseline (c) into dir/c
@@ -26,7 +26,8 @@ import { loadAverage } from './support';
  * default: baseline (c) with the service's pipeline skeleton doing nothing) and
  * BENCH_ONLY=<part of a path name> (or =<the name>) which paths; BENCH_SERVICE=<main.js of
  * another build> benches that build as the service, and BENCH_BEFORE=<main.js of an
- * earlier build> benches it beside the service in every round (before/after).
+ * earlier build> benches it beside the service in every round (before/after),
+ * with CPU per request both at 50 connections and at the fixed rate.
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
@@ -39,7 +40,8 @@ const BEFORE_SCRIPT = process.env.BENCH_BEFORE?.trim() || '';
 /** BENCH_ONLY='PATCH' measures only the paths whose name contains it; BENCH_ONLY='=GET /agents' only the path of that name */
 const ONLY = process.env.BENCH_ONLY?.trim() || '';
 const selected = (path: BenchPath) => (ONLY.startsWith('=') ? path.name === ONLY.slice(1) : path.name.includes(ONLY));
-const RATE = 200;
+/** the fixed rate of the latency phase, req/s (BENCH_RATE; the latency targets are stated at 200) */
+const RATE = Number(process.env.BENCH_RATE ?? 200);
 const ROOT = join(__dirname, '..', '..');
 
 interface Measure {
@@ -48,6 +50,8 @@ interface Measure {
   p99: number;
   /** process CPU (user + system, every thread) per request at 50 connections, µs; NaN where /proc is missing */
   cpuUs: number;
+  /** the same at the fixed rate of the latency phase: every build gets the same arrivals, so batching differs less */
+  pacedCpuUs: number;
   non2xx: number;
   errors: number;
 }
@@ -132,7 +136,7 @@ function run(base: string, path: BenchPath, ctx: BenchContext, options: { connec
  * sample above 1 ms with synthetic ones (expected interval ceil(1/rate) =
  * 1 ms), which measured queueing behind the burst, not the service.
  */
-async function paced(base: string, path: BenchPath, ctx: BenchContext, rate: number, seconds: number, counter: { n: number }): Promise<Omit<Measure, 'rps' | 'cpuUs'>> {
+async function paced(base: string, path: BenchPath, ctx: BenchContext, rate: number, seconds: number, counter: { n: number }): Promise<Omit<Measure, 'rps' | 'cpuUs' | 'pacedCpuUs'>> {
   const url = new URL(base);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   const interval = 1000 / rate;
@@ -192,12 +196,15 @@ async function measure(server: { base: string; child: ChildProcess }, path: Benc
   const cpuBefore = cpuTimeUs(server.child.pid);
   const load = await run(base, path, ctx, { connections: 50, duration: SECONDS }, counter);
   const cpuUs = (cpuTimeUs(server.child.pid) - cpuBefore) / load.requests.total;
+  const pacedCpuBefore = cpuTimeUs(server.child.pid);
   const fixed = await paced(base, path, ctx, RATE, SECONDS, counter);
+  const pacedCpuUs = (cpuTimeUs(server.child.pid) - pacedCpuBefore) / Math.round(RATE * SECONDS);
   return {
     rps: load.requests.average,
     p50: fixed.p50,
     p99: fixed.p99,
     cpuUs,
+    pacedCpuUs,
     non2xx: load.non2xx + fixed.non2xx,
     errors: load.errors + load.timeouts + fixed.errors,
   };
@@ -355,16 +362,16 @@ function reportBeforeAfter(
 ): void {
   console.log(`\nthis build against the earlier one (BENCH_BEFORE=${BEFORE_SCRIPT}), interleaved in every round\n`);
   // each round's own ratio beside the medians: how far one round strays is the noise a ratio is read against
-  console.log('| path | req/s before | req/s after | after / before | CPU µs/req before | CPU µs/req after | CPU after / before | CPU after / before, each round |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log(`| path | req/s before | req/s after | after / before | CPU µs/req before | CPU µs/req after | CPU after / before | each round | CPU µs/req at ${RATE} req/s before / after | after / before | each round |`);
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const path of paths) {
     const after = results.get(path.name)!.service;
     const before = results.get(path.name)!['service, before'];
     if (!after || !before) continue;
     const got = rounds.get(path.name)!;
-    const each = (got.service ?? []).map((m, i) => (m.cpuUs / got['service, before']![i].cpuUs).toFixed(2)).join(', ');
+    const each = (pick: (m: Measure) => number) => (got.service ?? []).map((m, i) => (pick(m) / pick(got['service, before']![i])).toFixed(2)).join(', ');
     console.log(
-      `| ${path.name} | ${before.rps.toFixed(0)} | ${after.rps.toFixed(0)} | ${(after.rps / before.rps).toFixed(2)} | ${before.cpuUs.toFixed(0)} | ${after.cpuUs.toFixed(0)} | ${(after.cpuUs / before.cpuUs).toFixed(2)} | ${each} |`,
+      `| ${path.name} | ${before.rps.toFixed(0)} | ${after.rps.toFixed(0)} | ${(after.rps / before.rps).toFixed(2)} | ${before.cpuUs.toFixed(0)} | ${after.cpuUs.toFixed(0)} | ${(after.cpuUs / before.cpuUs).toFixed(2)} | ${each((m) => m.cpuUs)} | ${before.pacedCpuUs.toFixed(0)} / ${after.pacedCpuUs.toFixed(0)} | ${(after.pacedCpuUs / before.pacedCpuUs).toFixed(2)} | ${each((m) => m.pacedCpuUs)} |`,
     );
   }
 }
@@ -398,6 +405,7 @@ function median(list: Measure[]): Measure {
     p50: mid((m) => m.p50),
     p99: mid((m) => m.p99),
     cpuUs: mid((m) => m.cpuUs),
+    pacedCpuUs: mid((m) => m.pacedCpuUs),
     non2xx: list.reduce((n, m) => n + m.non2xx, 0),
     errors: list.reduce((n, m) => n + m.errors, 0),
   };
