@@ -1,5 +1,5 @@
 import { drizzle } from 'drizzle-orm/node-postgres';
-import { DatabaseError, Pool, type PoolClient, type PoolConfig, type QueryResult } from 'pg';
+import { DatabaseError, Pool, type PoolClient, type PoolConfig, type QueryConfig as PgQueryConfig, type QueryResult } from 'pg';
 import { isLostConnection } from './database-errors';
 import type { Database } from './database.types';
 import type { QueryErrorReporter } from './query-error-reporter';
@@ -26,21 +26,18 @@ function deadlineError(what: string): Error {
   return Object.assign(new Error(`${what}: the database deadline has passed`), { code: 'ETIMEDOUT' });
 }
 
-type QueryConfig = Parameters<PoolClient['query']>[0];
+/** What drizzle's driver hands `query`: node-postgres' documented query config (or plain text). */
+type QueryConfig = string | PgQueryConfig;
 
-/**
- * The statement's name: `name` of node-postgres' documented query config.
- * The parameter type of `query` is a union (text, config, submittable) that
- * does not let TypeScript see the field without the cast.
- */
+/** The statement's name: `name` of node-postgres' documented query config (text and submittables have none). */
 function statementName(config: QueryConfig): string | undefined {
-  return typeof config === 'object' ? (config as unknown as { name?: string }).name : undefined;
+  return typeof config === 'object' && 'name' in config ? config.name : undefined;
 }
 
 /** The same statement without its name (node-postgres prepares a named statement once per connection). */
 function unnamed(config: QueryConfig): QueryConfig {
-  if (!statementName(config)) return config;
-  return { ...(config as unknown as Record<string, unknown>), name: undefined } as unknown as QueryConfig;
+  if (typeof config !== 'object' || !('name' in config) || !config.name) return config;
+  return { ...config, name: undefined };
 }
 
 /** A statement prepared by `prepareUnnamed`: its SQL is kept, its plan is not. */
