@@ -39,7 +39,6 @@ export function startRedisFromPath(): Promise<TestRedis> {
   return startRedis(binary);
 }
 
-
 /** A throwaway redis-server on a free port, without persistence; resolves once it answers PING. */
 async function startRedis(binary: string): Promise<TestRedis> {
   const port = await freePort();

@@ -16,7 +16,6 @@ export interface ServerProcess {
   stop(): Promise<number | null>;
 }
 
-
 /**
  * dist/ must be current before a process is spawned from it. Where the
  * project has scripts/build-if-stale.cjs (the CLI branch), it rebuilds a
