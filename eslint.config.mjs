@@ -1,10 +1,16 @@
 import js from '@eslint/js';
+import stylistic from '@stylistic/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'src/database/migrations/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
+  {
+    // removed code left double blank lines behind more than once; ESLint's own layout rules moved to @stylistic
+    plugins: { '@stylistic': stylistic },
+    rules: { '@stylistic/no-multiple-empty-lines': ['error', { max: 1, maxBOF: 0, maxEOF: 0 }] },
+  },
   {
     files: ['**/*.ts'],
     rules: {

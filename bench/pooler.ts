@@ -82,8 +82,6 @@ function serverCpuUs(postmaster: number): number {
   return total;
 }
 
-
-
 function vars(out: string): Record<string, string> {
   return Object.fromEntries(
     out

@@ -27,8 +27,6 @@ function rssMiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
 }
 
-
-
 async function main(): Promise<void> {
   if (!existsSync(join(ROOT, 'dist', 'src', 'main.js'))) throw new Error('dist/src/main.js missing: npm run build');
   const work = mkdtempSync(join(tmpdir(), 'agent-platform-soak-'));

@@ -261,7 +261,6 @@ describe('10. An idempotent replay still counts against the rate limit', () => {
   });
 });
 
-
 /** The same organization and key in another instance's database (on PGlite the instances share only Redis). */
 async function mirrorKey(target: TestApp, org: TestOrg): Promise<void> {
   // on a server (test:pg) both instances share one database: the key is already there

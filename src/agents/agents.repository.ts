@@ -44,7 +44,6 @@ export class AgentsRepository {
     return row ?? null;
   }
 
-
   async countLive(orgId: string): Promise<number> {
     const [row] = await this.db
       .select({ n: count() })

@@ -21,7 +21,6 @@
 import { BOUNDS } from './input-bounds';
 import { getPublicSuffix } from 'tldts';
 
-
 /**
  * `{{ name }}`: a placeholder, the same in a custom tool's `url` and
  * `body_template`. The name has the charset and length of a parameter name;

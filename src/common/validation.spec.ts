@@ -38,7 +38,6 @@ describe('ApiValidationPipe: deeply nested bodies', () => {
   });
 });
 
-
 describe('unstorableTextPaths', () => {
   const NUL = 'must not contain the NUL character (U+0000)';
   const UNPAIRED = expect.stringMatching(/^must be valid UTF-8 text/);

@@ -20,7 +20,6 @@ import { OptionalNonNull } from '../common/validation';
 import { AUTH_TYPES, HTTP_METHODS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, RESERVED_HEADER_RULES, TOOL_TYPES } from './custom-tools.rules';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
 
-
 const SECRET_MAX = BOUNDS.headerValue;
 /** Every credential ends up in an outbound header. */
 const SECRET_RULE = 'No control characters (CR, LF, NUL and the others except tab): they would end or split the header.';

@@ -9,7 +9,6 @@ export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as con
 const CREATABLE_SOURCE_TYPES = ['website', 'webpage'] as const;
 export const SYNC_STATUSES = ['ready', 'fetching', 'syncing', 'error'] as const;
 
-
 export class SourceDto {
   @ApiProperty({ pattern: idPattern('source') }) id!: string;
   @ApiProperty({ enum: SOURCE_TYPES }) type!: string;

@@ -123,4 +123,3 @@ export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource
     }
   }
 }
-

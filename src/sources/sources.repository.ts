@@ -44,7 +44,6 @@ export class SourcesRepository {
     return row ?? null;
   }
 
-
   /** Sources that count against `limits.sources`: all but the upload singleton. */
   async countCapped(orgId: string): Promise<number> {
     const [row] = await this.db
