@@ -1,4 +1,5 @@
 import { TenantConcurrencyGuard } from '../src/common/tenant-concurrency';
+import { OrgsService } from '../src/orgs/orgs.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
 
@@ -57,6 +58,37 @@ describe('tenant slots are given back by every kind of answer', () => {
     expectNoSlotHeld();
     // the one slot is free: the next request is answered, not kept waiting into a 503
     expect((await t.http.get('/api/v1/org').set('Authorization', org.auth)).status).toBe(200);
+  });
+
+  it('a request whose client hung up before the answer gives its slots back once the handler ends', async () => {
+    // the handler outlives the client: the slots are held until its answer is (not) sent
+    const orgs = t.app.get(OrgsService);
+    const getOrg = orgs.getOrg.bind(orgs);
+    let handlerDone!: () => void;
+    const ended = new Promise<void>((resolve) => (handlerDone = resolve));
+    const slow = jest.spyOn(orgs, 'getOrg').mockImplementationOnce(async (orgId) => {
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      try {
+        return await getOrg(orgId);
+      } finally {
+        handlerDone();
+      }
+    });
+    try {
+      const hungUp = await t.http
+        .get('/api/v1/org')
+        .set('Authorization', org.auth)
+        .timeout(30)
+        .then(() => null, (error: { timeout?: number }) => error);
+      expect(hungUp?.timeout).toBe(30);
+      expect(guard.keys.held(org.keyId)).toBe(1);
+      await ended;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expectNoSlotHeld();
+      expect((await t.http.get('/api/v1/org').set('Authorization', org.auth)).status).toBe(200);
+    } finally {
+      slow.mockRestore();
+    }
   });
 
   it('a request refused by the access guards takes no slot', async () => {
