@@ -37,10 +37,10 @@ import { BenchSql, type Row } from './baseline-sql';
  * each part doing nothing: every request in an AsyncLocalStorage scope (the
  * service's database deadline), four global guards (authentication, the rate
  * limit, authorization and the tenant bound: synchronous for a key in memory,
- * the in-process rate-limit store and a free slot), one
- * global pipe, two global interceptors (idempotency's, which passes a read
- * through, and the envelope's), and an `onSend` hook (where the tenant's slots are given
- * back). What the design's pipeline costs before it does any work.
+ * the in-process rate-limit store and a free slot), one global pipe, two
+ * global interceptors (idempotency's, which passes a read through, and the
+ * envelope's), and an `onSend` hook (where the tenant's slots are given back).
+ * What the design's pipeline costs before it does any work.
  */
 let sql: BenchSql;
 
