@@ -758,7 +758,7 @@ export interface components {
             type: "website" | "webpage";
             /** @description display name */
             name: string;
-            /** @description type-specific: the additional keys are the ones each type documents. Only the keys of the source type are accepted; any other is an unknown field (422). `website`: `url` (required), `indexed`, `max_pages` (integer 1 to 1,000,000), `crawl` (an object of `include` and `exclude`, arrays of at most 50000 path patterns of at most 2048 characters, and `max_depth`, integer 0 to 100). `webpage`: `url` (required), `indexed`. No key takes credentials, headers or a proxy: `config` is not a place for secrets. At most 262144 bytes as JSON (256 KiB): room for include/exclude lists of thousands of paths. */
+            /** @description type-specific; additional keys allowed. Additional keys are allowed and stored exactly as sent (never returned); `__proto__` is refused. The keys this service documents keep their types: `url` (required), `indexed`, and for a `website` `max_pages` (integer 1 to 1,000,000) and `crawl` (only `include` and `exclude`, arrays of at most 50000 path patterns of at most 2048 characters, which are paths, not URLs: no scheme and no leading `//`; and `max_depth`, integer 0 to 100); a `webpage` does not read `max_pages` or `crawl`, which keep their types there too. `config` is stored in clear: it is not a place for secrets. At most 262144 bytes as JSON (256 KiB), nested at most 31 levels. */
             config?: {
                 /** @description absolute http(s) URL; required for website and webpage. No user info (`user:pw@`), whitespace, control characters or backslashes. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6), a multicast address, an IPv6 address outside global unicast `2000::/3` (site-local `fec0::/10` included), nor a name internal by convention: single-label names, `metadata.goog` and names ending in `.localhost`, `.local`, `.internal`, `.svc`, `.arpa`, `.localdomain`, `.lan`, `.home`, `.corp`, `.test`, `.invalid`, `.onion`, `.alt`. */
                 url?: string;
@@ -766,10 +766,10 @@ export interface components {
                 indexed?: boolean;
                 /**
                  * Format: int32
-                 * @description `website` only: the most pages a crawl fetches
+                 * @description read for a `website`: the most pages a crawl fetches
                  */
                 max_pages?: number;
-                /** @description `website` only: which paths a crawl follows */
+                /** @description read for a `website`: which paths a crawl follows */
                 crawl?: {
                     /** @description path patterns to follow */
                     include?: string[];
@@ -781,6 +781,8 @@ export interface components {
                      */
                     max_depth?: number;
                 };
+            } & {
+                [key: string]: unknown;
             };
         };
         ConnectorSummaryDto: {
