@@ -22,6 +22,21 @@ import { DATE_TIME_DESCRIPTION, HEX_COLOR_DESCRIPTION, HEX_COLOR_PATTERN, IsDate
 export const HANDLE_PATTERN = /^[a-zA-Z][a-zA-Z0-9]*$/;
 export const AGENT_PATH_ID_PATTERN = idPattern('agent', { allowBare: true });
 export const DEFAULT_AGENT_COLOR = '#6366f1';
+/**
+ * An avatar is shown by dashboards, often as a link or an image source: no
+ * scheme that runs script or reads the viewer's machine (`javascript:`,
+ * `vbscript:`, `file:`, `data:` other than `data:image/…`), in any case.
+ * No control character (browsers drop tabs and newlines inside a scheme,
+ * `java\tscript:`) and no leading space (dropped before the scheme is read)
+ * either: so the pattern alone is the whole rule, as the document states it.
+ * https URLs, image data URLs and short identifiers (`robot`, `🤖`) pass.
+ */
+export const AVATAR_PATTERN = new RegExp(
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+  '^(?! )(?![jJ][aA][vV][aA][sS][cC][rR][iI][pP][tT]:|[vV][bB][sS][cC][rR][iI][pP][tT]:|[fF][iI][lL][eE]:|[dD][aA][tT][aA]:(?![iI][mM][aA][gG][eE]/))[^\\u0000-\\u001f\\u007f]*$',
+);
+const AVATAR_REFUSED = '`javascript:`, `vbscript:`, `file:` and `data:` URLs other than `data:image/…` are refused (422), and so are control characters and a leading space';
+export const AVATAR_MESSAGE = `must be an image URL or a short identifier: ${AVATAR_REFUSED}`;
 export const DATA_SOURCE_SCOPES = ['all', 'selected'] as const;
 /** a ToolRef whose name starts with this occupies one of the plan's `custom_tool_slots` */
 export const CUSTOM_TOOL_PREFIX = 'custom_';
@@ -119,10 +134,11 @@ abstract class AgentWritableFields {
   @Matches(HEX_COLOR_PATTERN, { message: 'color must be a CSS hex color: #rgb, #rgba, #rrggbb or #rrggbbaa' })
   color?: string;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.url })
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.url, pattern: AVATAR_PATTERN.source, description: `An image URL (https, or \`data:image/…\`) or a short identifier. ${AVATAR_REFUSED}.` })
   @IsOptional()
   @IsString()
   @MaxLength(BOUNDS.url)
+  @Matches(AVATAR_PATTERN, { message: `avatar ${AVATAR_MESSAGE}` })
   avatar?: string | null;
 
   @ApiPropertyOptional({ default: true })

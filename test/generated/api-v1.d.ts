@@ -524,6 +524,7 @@ export interface components {
             model?: string | null;
             /** @description A CSS hex color: `#rgb`, `#rgba`, `#rrggbb` or `#rrggbbaa`. Default: `#6366f1`. */
             color?: string;
+            /** @description An image URL (https, or `data:image/…`) or a short identifier. `javascript:`, `vbscript:`, `file:` and `data:` URLs other than `data:image/…` are refused (422), and so are control characters and a leading space. */
             avatar?: string | null;
             /** @description Default: `true`. */
             include_system_prompt?: boolean;
@@ -549,6 +550,7 @@ export interface components {
             model?: string | null;
             /** @description A CSS hex color: `#rgb`, `#rgba`, `#rrggbb` or `#rrggbbaa`. */
             color?: string;
+            /** @description An image URL (https, or `data:image/…`) or a short identifier. `javascript:`, `vbscript:`, `file:` and `data:` URLs other than `data:image/…` are refused (422), and so are control characters and a leading space. */
             avatar?: string | null;
             include_system_prompt?: boolean;
             tools?: components["schemas"]["ToolRefDto"][];
