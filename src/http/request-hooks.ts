@@ -41,14 +41,48 @@ export function answerInHook(request: FastifyRequest, reply: FastifyReply, error
 }
 
 /**
+ * RFC 9112 §3.2's Host: `uri-host [ ":" port ]`, where uri-host is an IP
+ * literal in brackets, or a reg-name of unreserved, percent-encoded and
+ * sub-delim characters (an IPv4 address is one too). Empty is valid.
+ */
+const VALID_HOST = /^(?:\[[0-9A-Za-z:._~!$&'()*+,;=-]+\]|[0-9A-Za-z._~!$&'()*+,;=%-]*)(?::[0-9]*)?$/;
+
+/**
+ * How many lines of each of these headers the request carries: Node keeps
+ * the first of a repeated Host or Authorization and discards the others
+ * silently, so the count is read from the raw lines (one pass over a list the
+ * header limits already bound).
+ */
+function countLines(rawHeaders: string[]): { host: number; authorization: number } {
+  const count = { host: 0, authorization: 0 };
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i];
+    // cheap length test first: most header names are neither
+    if (name.length === 4 && name.toLowerCase() === 'host') count.host++;
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') count.authorization++;
+  }
+  return count;
+}
+
+/**
  * What HTTP itself requires of a request before it is routed, in place of
- * the bare answers Node would write: HTTP/1.1 needs a Host header (400), and
- * an `Expect` other than `100-continue` cannot be met (417).
+ * the bare answers Node would write (or the silent choices it makes): an
+ * HTTP/1.1 request needs exactly one valid Host header (RFC 9112 §3.2: 400
+ * for none, several, or an invalid value), an `Expect` other than
+ * `100-continue` cannot be met (417), and two Authorization headers are
+ * refused (400) rather than the first used silently, where a proxy in front
+ * may have read the other.
  */
 function protocolRefusal(request: FastifyRequest): ApiError | null {
-  if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+  const lines = countLines(request.raw.rawHeaders);
+  if (lines.host === 0 && request.raw.httpVersion === '1.1') {
     return new ApiError(ErrorCode.BadRequest, 'An HTTP/1.1 request needs a Host header.');
   }
+  if (lines.host > 1) return new ApiError(ErrorCode.BadRequest, 'A request carries at most one Host header.');
+  if (lines.host === 1 && !VALID_HOST.test(request.headers.host ?? '')) {
+    return new ApiError(ErrorCode.BadRequest, 'The Host header is not a valid host[:port].');
+  }
+  if (lines.authorization > 1) return new ApiError(ErrorCode.BadRequest, 'A request carries at most one Authorization header.');
   const expect = request.headers.expect;
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
     return new ApiError(ErrorCode.ExpectationFailed, 'Only "Expect: 100-continue" is supported.');
@@ -59,8 +93,8 @@ function protocolRefusal(request: FastifyRequest): ApiError | null {
 /**
  * The hooks every request passes, routed or not, in this order:
  * 1. `onRequest`: request id and trace id (first, so every refusal carries
- *    them), the in-flight tracker, HTTP's own refusals (missing Host,
- *    unmet Expect);
+ *    them), the in-flight tracker, HTTP's own refusals (missing, repeated
+ *    or invalid Host, repeated Authorization, unmet Expect);
  * 2. the body reader (body-parser.ts) runs between these two;
  * 3. `preHandler`: the request's database scope (every query of the
  *    request, the key lookup too, ends by one deadline counted from here,
