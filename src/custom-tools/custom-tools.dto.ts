@@ -16,7 +16,7 @@ import {
 } from 'class-validator';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { PartialUpdateBody } from '../common/openapi';
-import { OptionalNonNull } from '../common/validation';
+import { OptionalNonNull, UnknownKeysUnnamed } from '../common/validation';
 import { AUTH_TYPES, HTTP_METHODS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, RESERVED_HEADER_RULES, TOOL_TYPES } from './custom-tools.rules';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
 
@@ -106,6 +106,8 @@ class CustomToolParamInputDto {
   headerName?: string;
 }
 
+/** A client may paste a secret where a field name goes: an unknown key is refused without its name. */
+@UnknownKeysUnnamed('holds a field other than token, apiKey, header_name, username and password (its name is not repeated: it may be a secret)')
 export class CustomToolCredentialsInputDto {
   @ApiPropertyOptional({ description: `used when \`type\` = \`bearer\`; dropped (never stored) otherwise. ${SECRET_RULE}`, writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
