@@ -8,13 +8,26 @@ import { runWithRequestDeadline } from '../database/request-scope';
 import { UNMATCHED_ROUTE } from '../metrics/metrics';
 import type { HttpLayer } from './adapter';
 
+/**
+ * Headers of every answer, success or error. Answers hold an organization's
+ * data and are read with a key: no cache (browser, proxy, CDN) keeps them;
+ * no browser guesses a type other than the one sent; no page frames them or
+ * runs anything from them. The API reference page sets its own policy
+ * (api-reference.ts).
+ */
+const SECURITY_HEADERS: Record<string, string> = {
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+};
+
 /** The request id and trace id, on the request and the response; the request is tracked from here. */
 export function startRequest(layer: HttpLayer, request: FastifyRequest, reply: FastifyReply): void {
   const ctx = request as unknown as RequestContext;
   ctx.requestId = resolveRequestId(request.headers['x-request-id']);
   ctx.traceId = resolveTraceId(request.headers.traceparent);
   layer.tracker.started(request, reply);
-  void reply.header(REQUEST_ID_HEADER, ctx.requestId);
+  void reply.header(REQUEST_ID_HEADER, ctx.requestId).headers(SECURITY_HEADERS);
 }
 
 /**
