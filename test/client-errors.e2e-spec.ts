@@ -109,6 +109,43 @@ describe('answers Node or Fastify would write themselves', () => {
     expect(answer.status).toBe(200);
   });
 
+  describe('a method no route serves is a 404 on every path, before authentication and before its body', () => {
+    const methods = ['QUERY', 'PUT', 'OPTIONS', 'PROPFIND', 'TRACE', 'SEARCH'];
+    const paths = ['/api/v1/agents', '/api/v1/org', '/api/v1/no-such-thing', '/healthz', '/docs'];
+    const bodies: Array<[string, string]> = [
+      ['no body', ''],
+      ['a JSON body', 'Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}'],
+      ['a body with no Content-Type', 'Content-Length: 5\r\n\r\nhello'],
+    ];
+    it.each(methods)('%s', async (method) => {
+      for (const path of paths) {
+        for (const [, body] of bodies) {
+          const head = `${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n`;
+          const answer = await send(body === '' ? `${head}\r\n` : `${head}${body}`);
+          expect({ method, path, status: answer.status, code: answer.body.error?.code, message: answer.body.error?.message }).toEqual({
+            method,
+            path,
+            status: 404,
+            code: 'not_found',
+            message: 'No such endpoint.',
+          });
+          expect(answer.headers.allow).toBeUndefined();
+        }
+      }
+    });
+
+    it('a body over the limit is not read: still the 404, and the connection is closed', async () => {
+      const answer = await send(`QUERY /api/v1/agents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${4 * 1024 * 1024}\r\n\r\n{`);
+      expect({ status: answer.status, code: answer.body.error?.code }).toEqual({ status: 404, code: 'not_found' });
+      expect(answer.headers.connection).toBe('close');
+    });
+
+    it('the methods routes serve keep their answers (an unknown path is the same 404, after the body is read)', async () => {
+      expect((await send('GET /api/v1/agents HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).status).toBe(401);
+      expect((await send('DELETE /api/v1/no-such-thing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).body.error?.code).toBe('not_found');
+    });
+  });
+
   it('the service keeps answering after each refusal', async () => {
     const res = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(res.status).toBe(200);

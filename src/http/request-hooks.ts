@@ -104,6 +104,22 @@ function protocolRefusal(request: FastifyRequest): ApiError | null {
 }
 
 /**
+ * A method no route serves (PUT, OPTIONS, QUERY, PROPFIND…) is a 404 on every
+ * path, the answer Nest's not-found handler gives, given here before the
+ * body is read: Fastify would otherwise judge a body first (a QUERY without
+ * Content-Type was a 400, answered as a 422 with no field, on every path).
+ */
+function noSuchMethod(): ApiError {
+  return new ApiError(ErrorCode.NotFound, 'No such endpoint.');
+}
+
+/** A body follows the headers: answered without reading it, the connection is closed. */
+function hasBody(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
  * The hooks every request passes, routed or not, in this order:
  * 1. `onRequest`: request id and trace id (first, so every refusal carries
  *    them), the in-flight tracker, HTTP's own refusals (missing, repeated
@@ -125,6 +141,7 @@ export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, 
     startRequest(layer, request, reply);
     const refusal = protocolRefusal(request);
     if (refusal) return answerInHook(request, reply, refusal, true);
+    if (request.routeOptions.url === undefined && !layer.servedMethods.has(request.method)) return answerInHook(request, reply, noSuchMethod(), hasBody(request));
     done();
   });
   fastify.addHook('preHandler', (request, _reply, done) => {
