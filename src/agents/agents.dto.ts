@@ -16,7 +16,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { BOUNDS, idPattern, IsBoundedJson } from '../common/input-bounds';
-import { PartialUpdateBody } from '../common/openapi';
+import { PartialUpdateBody, SchemaRules } from '../common/openapi';
 import { DATE_TIME_DESCRIPTION, HEX_COLOR_DESCRIPTION, HEX_COLOR_PATTERN, IsDateTime, OptionalNonNull } from '../common/validation';
 
 export const HANDLE_PATTERN = /^[a-zA-Z][a-zA-Z0-9]*$/;
@@ -45,7 +45,7 @@ const CONNECTOR_ID = { pattern: idPattern('connector', { allowBare: true }), max
 const AGENT_ID = { pattern: idPattern('agent', { allowBare: true }), maxLength: BOUNDS.id };
 
 export class ToolRefDto {
-  @ApiProperty({ description: 'Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix.', maxLength: BOUNDS.name })
+  @ApiProperty({ description: 'Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix.', minLength: 1, maxLength: BOUNDS.name })
   @IsString()
   @IsNotEmpty()
   @MaxLength(BOUNDS.name)
@@ -59,7 +59,7 @@ export class ToolRefDto {
 }
 
 export class DataSourceRefDto {
-  @ApiProperty({ example: 'source_0123456789abcdef01234567', pattern: idPattern('source'), maxLength: BOUNDS.id })
+  @ApiProperty({ example: 'source_0123456789abcdef01234567', pattern: idPattern('source'), minLength: 1, maxLength: BOUNDS.id })
   @IsString()
   @IsNotEmpty()
   @MaxLength(BOUNDS.id)
@@ -82,6 +82,14 @@ export class DataSourceRefDto {
   @MaxLength(BOUNDS.id, { each: true })
   documents?: string[];
 }
+
+/**
+ * The same two shapes as request bodies take them: their own schemas, so the
+ * served request schema refuses unknown fields (additionalProperties: false)
+ * while the response's stays open to new fields.
+ */
+export class ToolRefInputDto extends ToolRefDto {}
+export class DataSourceRefInputDto extends DataSourceRefDto {}
 
 /** Agent (response). The first twelve fields are the contract's table; the rest read back what AgentCreate/AgentUpdate wrote. */
 export class AgentDto {
@@ -121,7 +129,7 @@ abstract class AgentWritableFields {
   @MaxLength(BOUNDS.agentDescription)
   description?: string | null;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.name })
+  @ApiPropertyOptional({ type: 'string', nullable: true, minLength: 1, maxLength: BOUNDS.name })
   @IsOptional()
   @IsString()
   @IsNotEmpty()
@@ -146,13 +154,13 @@ abstract class AgentWritableFields {
   @IsBoolean()
   include_system_prompt?: boolean;
 
-  @ApiPropertyOptional({ type: [ToolRefDto], maxItems: BOUNDS.agentTools })
+  @ApiPropertyOptional({ type: [ToolRefInputDto], maxItems: BOUNDS.agentTools })
   @OptionalNonNull()
   @IsArray()
   @ArrayMaxSize(BOUNDS.agentTools)
   @ValidateNested({ each: true })
-  @Type(() => ToolRefDto)
-  tools?: ToolRefDto[];
+  @Type(() => ToolRefInputDto)
+  tools?: ToolRefInputDto[];
 
   @ApiPropertyOptional({ type: 'array', items: { type: 'string', ...CONNECTOR_ID }, maxItems: BOUNDS.agentRefs, description: 'Connector ids of this organization.' })
   @OptionalNonNull()
@@ -175,13 +183,13 @@ abstract class AgentWritableFields {
   @MaxLength(BOUNDS.id, { each: true })
   sub_agents?: string[];
 
-  @ApiPropertyOptional({ type: [DataSourceRefDto], maxItems: BOUNDS.agentRefs })
+  @ApiPropertyOptional({ type: [DataSourceRefInputDto], maxItems: BOUNDS.agentRefs })
   @OptionalNonNull()
   @IsArray()
   @ArrayMaxSize(BOUNDS.agentRefs)
   @ValidateNested({ each: true })
-  @Type(() => DataSourceRefDto)
-  data_sources?: DataSourceRefDto[];
+  @Type(() => DataSourceRefInputDto)
+  data_sources?: DataSourceRefInputDto[];
 
   @ApiPropertyOptional({
     type: 'object',
@@ -195,6 +203,10 @@ abstract class AgentWritableFields {
   pending_trigger_hint?: Record<string, unknown> | null;
 }
 
+@SchemaRules({
+  // the instructions rule: `instructions`, or a non-null `instructions_html` instead
+  anyOf: [{ required: ['instructions'] }, { required: ['instructions_html'] }],
+})
 export class AgentCreateDto extends AgentWritableFields {
   @ApiProperty({ pattern: HANDLE_PATTERN.source, maxLength: BOUNDS.handle, description: 'Unique within the organization, compared case-insensitively.' })
   @IsString()
@@ -202,7 +214,7 @@ export class AgentCreateDto extends AgentWritableFields {
   @Matches(HANDLE_PATTERN, { message: 'handle must start with a letter and contain only letters and digits' })
   handle!: string;
 
-  @ApiProperty({ maxLength: BOUNDS.name })
+  @ApiProperty({ minLength: 1, maxLength: BOUNDS.name })
   @IsString()
   @IsNotEmpty()
   @MaxLength(BOUNDS.name)
@@ -230,7 +242,7 @@ export class AgentUpdateDto extends AgentWritableFields {
   @Matches(HANDLE_PATTERN, { message: 'handle must start with a letter and contain only letters and digits' })
   handle?: string;
 
-  @ApiPropertyOptional({ maxLength: BOUNDS.name })
+  @ApiPropertyOptional({ minLength: 1, maxLength: BOUNDS.name })
   @OptionalNonNull()
   @IsString()
   @IsNotEmpty()

@@ -33,14 +33,14 @@ export class SourceCreateDto {
   @IsIn(SOURCE_TYPES, { message: 'type must be website or webpage' })
   type!: string;
 
-  @ApiProperty({ description: 'display name', maxLength: BOUNDS.name })
+  @ApiProperty({ description: 'display name', minLength: 1, maxLength: BOUNDS.name })
   @OptionalNonNull()
   @IsString()
   @IsNotEmpty()
   @MaxLength(BOUNDS.name)
   name?: string;
 
-  @ApiPropertyOptional({
+  @ApiProperty({
     type: 'object',
     properties: {
       url: { type: 'string', maxLength: BOUNDS.url, description: `absolute http(s) URL; required for website and webpage. ${OUTBOUND_URL_RULES}` },
@@ -63,7 +63,7 @@ export class SourceCreateDto {
     },
     required: ['url'],
     additionalProperties: true,
-    description: `type-specific; additional keys allowed. ${SOURCE_CONFIG_RULES}`,
+    description: `type-specific; additional keys allowed. Required in practice: \`config.url\` is required for both types this endpoint creates. ${SOURCE_CONFIG_RULES}`,
   })
   @OptionalNonNull()
   @IsObject()
