@@ -39,7 +39,10 @@ export function configureApp(app: INestApplication, logger: AppLogger): RequestT
   const routes: ServedRoute[] = [];
   SERVED_ROUTES.set(app, routes);
   fastify.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) routes.push({ method, path: route.url });
+    for (const method of [route.method].flat()) {
+      routes.push({ method, path: route.url });
+      layer.servedMethods.add(method);
+    }
   });
   installRequestHooks(fastify, layer, app.get<AppConfig>(APP_CONFIG).dbStatementTimeoutMs);
   installBodyParser(fastify);

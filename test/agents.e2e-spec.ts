@@ -1,3 +1,5 @@
+import { newId } from '../libs/ids/ids';
+import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
 import { insertConnector, insertDocument, insertSource, readAgentRow } from './support/agent-rows';
@@ -653,5 +655,54 @@ describe('the OpenAPI document describes the five agent operations', () => {
     const update = doc.components.schemas.AgentUpdateDto;
     expect(update.required ?? []).toEqual([]);
     expect(Object.keys(update.properties)).toEqual(expect.arrayContaining(['is_active', 'deactivated_reason', 'deactivated_at', 'tools', 'handle']));
+  });
+});
+
+describe('avatar: no scheme that runs script or reads the viewer\'s machine', () => {
+  const REFUSED = [
+    'javascript:alert(1)',
+    'JavaScript:alert(1)',
+    'java\tscript:alert(1)',
+    ' javascript:alert(1)',
+    '\u0001javascript:alert(1)',
+    'vbscript:msgbox(1)',
+    'file:///etc/passwd',
+    'FILE://c:/windows/win.ini',
+    'data:text/html,<script>alert(1)</script>',
+    'data:,hello',
+    'data:application/javascript;base64,YWxlcnQoMSk=',
+    'https://example.com/a.png\n',
+  ];
+  const ACCEPTED = [
+    'https://cdn.example.com/avatars/42.png?size=64',
+    'http://example.com/a.jpg',
+    'data:image/png;base64,iVBORw0KGgo=',
+    'DATA:image/svg+xml;utf8,<svg xmlns="http://www.w3.org/2000/svg"/>',
+    'robot',
+    '🤖',
+    'avatars/support-bot.webp',
+    '/static/avatars/7.png',
+    'javascript-guru.png',
+    '',
+  ];
+
+  it.each(REFUSED)('%j → 422 naming avatar, on create, update and in the fixture loader', async (avatar) => {
+    const org = await createOrg(t.app);
+    const created = await t.http.post('/api/v1/agents').set('Authorization', org.auth).send({ handle: uniqueHandle(), name: 'A', instructions: 'x', avatar });
+    expect(created.status).toBe(422);
+    expect(Object.keys(created.body.error.details.fields)).toEqual(['avatar']);
+    const agent = await createAgent(org);
+    const updated = await t.http.patch(`/api/v1/agents/${agent.id}`).set('Authorization', org.auth).send({ avatar });
+    expect(updated.status).toBe(422);
+    expect(Object.keys(updated.body.error.details.fields)).toEqual(['avatar']);
+    const orgId = newId('org');
+    await expect(
+      t.app.get(FixtureLoader).load({ orgs: [{ id: orgId, name: 'Avatar', slug: `avatar-${orgId.slice(-8)}`, agents: [{ handle: 'bot', name: 'Bot', instructions: 'x', avatar }] }] }),
+    ).rejects.toMatchObject({ path: 'orgs[0].agents[0].avatar' });
+  });
+
+  it('every realistic avatar is accepted and returned as sent', async () => {
+    const org = await createOrg(t.app);
+    for (const avatar of ACCEPTED) expect((await createAgent(org, { avatar })).avatar).toBe(avatar);
   });
 });

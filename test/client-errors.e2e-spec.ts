@@ -60,6 +60,17 @@ describe('answers Node or Fastify would write themselves', () => {
     ['HTTP/1.1 without Host', 400, 'bad_request', 'GET /healthz HTTP/1.1\r\n\r\n'],
     ['CONNECT (this server is no proxy)', 400, 'bad_request', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'],
     ['an Expect other than 100-continue', 417, 'expectation_failed', 'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\n\r\n'],
+    // RFC 9112 §3.2: more than one Host line, or an invalid Host value, is a 400 (Node keeps the first silently)
+    ['two Host headers', 400, 'bad_request', 'GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n'],
+    ['two equal Host headers', 400, 'bad_request', 'GET /healthz HTTP/1.1\r\nHost: x\r\nhost: x\r\n\r\n'],
+    ['two Host headers on HTTP/1.0', 400, 'bad_request', 'GET /healthz HTTP/1.0\r\nHost: x\r\nHost: y\r\n\r\n'],
+    ['a Host with a space', 400, 'bad_request', 'GET /healthz HTTP/1.1\r\nHost: exa mple.com\r\n\r\n'],
+    ['a Host with user info', 400, 'bad_request', 'GET /healthz HTTP/1.1\r\nHost: user@example.com\r\n\r\n'],
+    ['a Host with a path', 400, 'bad_request', 'GET /healthz HTTP/1.1\r\nHost: example.com/x\r\n\r\n'],
+    ['a Host with a port that is not a number', 400, 'bad_request', 'GET /healthz HTTP/1.1\r\nHost: example.com:80a\r\n\r\n'],
+    // Node keeps the first Authorization; a proxy in front may have read the second
+    ['two Authorization headers', 400, 'bad_request', 'GET /api/v1/org HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n'],
+    ['two equal Authorization headers on a public path', 400, 'bad_request', 'GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nauthorization: Bearer a\r\n\r\n'],
   ];
 
   it.each(cases)('%s: %i %s in the envelope with a request id, logged and counted', async (_what, status, code, bytes) => {
@@ -91,6 +102,48 @@ describe('answers Node or Fastify would write themselves', () => {
     const answer = await send('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, close\r\nUpgrade: websocket\r\n\r\n');
     expect(answer.status).toBe(200);
     expect(answer.headers['x-request-id']).toMatch(/^req_[0-9a-f]{32}$/);
+  });
+
+  it.each(['localhost', 'example.com:8080', '127.0.0.1:3000', '[::1]:3000', 'xn--bcher-kva.example.', ''])('Host %j is valid: answered', async (host) => {
+    const answer = await send(`GET /healthz HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    expect(answer.status).toBe(200);
+  });
+
+  describe('a method no route serves is a 404 on every path, before authentication and before its body', () => {
+    const methods = ['QUERY', 'PUT', 'OPTIONS', 'PROPFIND', 'TRACE', 'SEARCH'];
+    const paths = ['/api/v1/agents', '/api/v1/org', '/api/v1/no-such-thing', '/healthz', '/docs'];
+    const bodies: Array<[string, string]> = [
+      ['no body', ''],
+      ['a JSON body', 'Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}'],
+      ['a body with no Content-Type', 'Content-Length: 5\r\n\r\nhello'],
+    ];
+    it.each(methods)('%s', async (method) => {
+      for (const path of paths) {
+        for (const [, body] of bodies) {
+          const head = `${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n`;
+          const answer = await send(body === '' ? `${head}\r\n` : `${head}${body}`);
+          expect({ method, path, status: answer.status, code: answer.body.error?.code, message: answer.body.error?.message }).toEqual({
+            method,
+            path,
+            status: 404,
+            code: 'not_found',
+            message: 'No such endpoint.',
+          });
+          expect(answer.headers.allow).toBeUndefined();
+        }
+      }
+    });
+
+    it('a body over the limit is not read: still the 404, and the connection is closed', async () => {
+      const answer = await send(`QUERY /api/v1/agents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${4 * 1024 * 1024}\r\n\r\n{`);
+      expect({ status: answer.status, code: answer.body.error?.code }).toEqual({ status: 404, code: 'not_found' });
+      expect(answer.headers.connection).toBe('close');
+    });
+
+    it('the methods routes serve keep their answers (an unknown path is the same 404, after the body is read)', async () => {
+      expect((await send('GET /api/v1/agents HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).status).toBe(401);
+      expect((await send('DELETE /api/v1/no-such-thing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).body.error?.code).toBe('not_found');
+    });
   });
 
   it('the service keeps answering after each refusal', async () => {

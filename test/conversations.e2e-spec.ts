@@ -211,6 +211,10 @@ describe('Conversations', () => {
       ['?metadata[a.b]=1', 'metadata[a.b]'],
       ['?metadata[]=1', 'metadata[]'],
       ['?metadata[k]=1&metadata[k]=2', 'metadata[k]'],
+      // a mistyped metadata filter is refused, not ignored as an unknown parameter (the list would widen)
+      ['?metadata[ticketId=5', 'metadata[ticketId'],
+      ['?metadata[ticketId]x=5', 'metadata[ticketId]x'],
+      ['?metadata[=5', 'metadata['],
       ['?limit=0', 'limit'],
       ['?limit=101', 'limit'],
       ['?cursor=garbage', 'cursor'],

@@ -368,7 +368,7 @@ describe('secrets: credentials encrypted at rest, never returned, logged or echo
     const cases: Array<[unknown, string]> = [
       [{ type: 'oauth', credentials: { token: SECRETS.inError } }, 'auth.type'],
       [{ type: 'api_key', credentials: { apiKey: SECRETS.inError, header_name: 'bad header' } }, 'auth.credentials.header_name'],
-      [{ type: 'bearer', credentials: { token: SECRETS.inError, extra: SECRETS.inError } }, 'auth.credentials.extra'],
+      [{ type: 'bearer', credentials: { token: SECRETS.inError, extra: SECRETS.inError } }, 'auth.credentials'],
       [{ type: 'bearer', credentials: { token: 12345 } }, 'auth.credentials.token'],
     ];
     for (const [auth, field] of cases) {
@@ -377,6 +377,29 @@ describe('secrets: credentials encrypted at rest, never returned, logged or echo
       expect(res.body.error.details.fields).toHaveProperty([field]);
       expect(res.text).not.toContain(SECRETS.inError);
     }
+  });
+
+  it('an unknown key inside auth.credentials is refused without its name (a pasted secret), in the API and the fixture loader', async () => {
+    const org = await createOrg(t.app);
+    // sent as text: `constructor` takes the path of keys the DTO builder drops
+    for (const key of [SECRETS.inError, 'constructor']) {
+      const raw = `{"label":"Unnamed Keys","description":"d","method":"GET","url":"https://api.example.com/x","auth":{"type":"bearer","credentials":{"token":"t",${JSON.stringify(key)}:"v","zz_unknown_field":"w"}}}`;
+      for (const res of [
+        await t.http.post(BASE).set('Authorization', org.auth).set('Content-Type', 'application/json').send(raw),
+        await t.http.patch(`${BASE}/${(await createTool(org)).id}`).set('Authorization', org.auth).set('Content-Type', 'application/json').send(raw),
+      ]) {
+        expect(res.status).toBe(422);
+        expect(Object.keys(res.body.error.details.fields)).toEqual(['auth.credentials']);
+        expect(res.body.error.details.fields['auth.credentials']).toEqual([expect.stringMatching(/^holds a field other than token, apiKey/)]);
+        expect(res.text).not.toContain(key);
+        expect(res.text).not.toContain('zz_unknown_field');
+      }
+    }
+    const orgId = newId('org');
+    const credentials = { token: 't', [SECRETS.inError]: 'v' };
+    await expect(
+      t.app.get(FixtureLoader).load({ orgs: [{ id: orgId, name: 'Unnamed', slug: `unnamed-${orgId.slice(-8)}`, custom_tools: [{ label: 'Fixture Tool', description: 'd', method: 'GET', url: 'https://api.example.com/x', auth: { type: 'bearer' }, credentials }] }] }),
+    ).rejects.toMatchObject({ path: 'orgs[0].custom_tools[0].credentials', problem: expect.not.stringContaining(SECRETS.inError) });
   });
 
   it('PATCH with credentials rotates them; omitting them keeps them; a type change without them drops them', async () => {

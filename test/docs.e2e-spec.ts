@@ -68,15 +68,23 @@ describe('Chromium is there when CI runs the suite', () => {
     });
     const errors: string[] = [];
     page.on('pageerror', (error) => errors.push(error.message));
+    // what the page's Content-Security-Policy blocked: Swagger UI must work under it
+    const violations: string[] = [];
+    await page.exposeFunction('reportViolation', (violation: string) => violations.push(violation));
+    await page.addInitScript("document.addEventListener('securitypolicyviolation', (event) => window.reportViolation(event.violatedDirective + ' ' + event.blockedURI));");
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+    });
     await page.goto(`${origin}/docs`, { waitUntil: 'load' });
     await page.waitForSelector('.opblock', { timeout: 20_000 });
-    return { page, foreign, loaded, errors };
+    return { page, foreign, loaded, errors, violations };
   }
 
   it('loads with no request beyond the service and downloads the served /api/v1/openapi.json', async () => {
-    const { page, foreign, loaded, errors } = await openDocs();
+    const { page, foreign, loaded, errors, violations } = await openDocs();
     expect(foreign).toEqual([]);
     expect(errors).toEqual([]);
+    expect(violations).toEqual([]);
     expect(loaded).toContain('/api/v1/openapi.json');
     expect(loaded.some((url) => url.startsWith('/docs/swagger-ui-bundle.js'))).toBe(true);
     expect(await page.title()).toBe('Agent Platform REST API reference');
@@ -106,7 +114,7 @@ describe('Chromium is there when CI runs the suite', () => {
 
   /** Authorizes with the key, then runs "Try it out" on one operation with the values the page pre-fills. */
   async function tryItOut(method: string, path: string): Promise<{ status: string; body: string; url: string }> {
-    const { page } = await openDocs();
+    const { page, violations } = await openDocs();
     await page.click('button.authorize');
     await page.fill('.auth-container input[type=text], .auth-container input[type=password]', org.token);
     await page.click('.auth-btn-wrapper button.authorize');
@@ -125,9 +133,20 @@ describe('Chromium is there when CI runs the suite', () => {
       body: await operation.locator('.live-responses-table .response-col_description pre').first().innerText(),
       url,
     };
+    // the whole exchange (authorize dialog, request, rendered answer) ran under the page's policy
+    expect(violations).toEqual([]);
     await page.close();
     return result;
   }
+
+  it('no other site can frame the page that holds a pasted key', async () => {
+    const page = await browser.newPage();
+    // the framing page is not the service's: the frame is refused by its frame-ancestors 'none'
+    const refused = page.waitForEvent('console', { predicate: (message) => /frame-ancestors/.test(message.text()), timeout: 20_000 });
+    await page.setContent(`<iframe src="${origin}/docs"></iframe>`);
+    expect((await refused).text()).toMatch(/frame-ancestors .none.*blocked|Refused to frame/);
+    await page.close();
+  });
 
   it('"try it out" on GET /org with a key returns the organization', async () => {
     const { status, body } = await tryItOut('get', '/org');
@@ -167,6 +186,10 @@ describe('GET /docs adds no API description routes of its own', () => {
   it('serves the page as HTML, and neither /docs-json, /docs-yaml nor an embedded copy of the document', async () => {
     const page = await t.http.get('/docs').expect(200);
     expect(page.headers['content-type']).toMatch(/^text\/html/);
+    // the page holds a pasted key: no other site may frame it, and it runs only the service's own scripts
+    expect(page.headers['content-security-policy']).toMatch(/(^|; )frame-ancestors 'none'(;|$)/);
+    expect(page.headers['content-security-policy']).toMatch(/(^|; )script-src 'self'(;|$)/);
+    expect(page.headers['x-frame-options']).toBe('DENY');
     await t.http.get('/docs-json').expect(404);
     await t.http.get('/docs-yaml').expect(404);
     const init = await t.http.get('/docs/swagger-ui-init.js').expect(200);

@@ -260,6 +260,23 @@ describe('one pipeline: routing, bodies and log lines alike on every route', () 
     expect(res.headers['x-powered-by']).toBeUndefined();
   });
 
+  it('every answer, success or error, is kept by no cache, sniffed by no browser and framed by no page', async () => {
+    const answers = [
+      await t.http.get(`/api/v1/agents/${agentId}`).set('Authorization', org.auth),
+      await t.http.post('/api/v1/agents').set('Authorization', org.auth).send({}),
+      await t.http.get('/api/v1/org'),
+      await t.http.get('/api/v1/nothing-here').set('Authorization', org.auth),
+      await t.http.get('/api/v1/openapi.json'),
+      await t.http.get('/healthz'),
+    ];
+    expect(answers.map((res) => res.status)).toEqual([200, 422, 401, 404, 200, 200]);
+    for (const res of answers) {
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['content-security-policy']).toBe("default-src 'none'; frame-ancestors 'none'");
+    }
+  });
+
   it('HEAD of a GET route: its status and headers, no body', async () => {
     const res = await t.http.head(`/api/v1/agents/${agentId}`).set('Authorization', org.auth);
     expect(res.status).toBe(200);

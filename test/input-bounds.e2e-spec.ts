@@ -234,7 +234,7 @@ describe('OpenAPI: the served document states the same bounds the validator enfo
     expect(prop('AgentCreateDto', 'tools').maxItems).toBe(BOUNDS.agentTools);
     expect(prop('AgentCreateDto', 'connectors').items).toMatchObject({ maxLength: BOUNDS.id, pattern: '^(connector_[a-f0-9]{24}|[a-f0-9]{24})$' });
     expect(prop('AgentUpdateDto', 'deactivated_at').maxLength).toBe(BOUNDS.dateTime);
-    expect(prop('DataSourceRefDto', 'documents').maxItems).toBe(BOUNDS.documentsPerSource);
+    expect(prop('DataSourceRefInputDto', 'documents').maxItems).toBe(BOUNDS.documentsPerSource);
     expect(prop('CustomToolCreateDto', 'parameters').maxItems).toBe(BOUNDS.toolParameters);
     expect(prop('CustomToolCreateDto', 'headers')).toMatchObject({ maxProperties: BOUNDS.headers, additionalProperties: { maxLength: BOUNDS.headerValue } });
     expect(prop('CustomToolCreateDto', 'url').maxLength).toBe(BOUNDS.url);

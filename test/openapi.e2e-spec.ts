@@ -267,7 +267,7 @@ describe('what generated clients see', () => {
 
   test('every schema a request body uses, nested ones included, is a <contract type>Dto class', () => {
     const schemas = [...requestSchemas()];
-    expect(schemas).toEqual(expect.arrayContaining(['AgentCreateDto', 'ToolRefDto', 'CustomToolAuthInputDto']));
+    expect(schemas).toEqual(expect.arrayContaining(['AgentCreateDto', 'ToolRefInputDto', 'CustomToolAuthInputDto']));
     expect(schemas.filter((name) => !/^[A-Z][A-Za-z]*Dto$/.test(name))).toEqual([]);
   });
 

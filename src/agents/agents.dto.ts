@@ -16,12 +16,27 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { BOUNDS, idPattern, IsBoundedJson } from '../common/input-bounds';
-import { PartialUpdateBody } from '../common/openapi';
+import { PartialUpdateBody, SchemaRules } from '../common/openapi';
 import { DATE_TIME_DESCRIPTION, HEX_COLOR_DESCRIPTION, HEX_COLOR_PATTERN, IsDateTime, OptionalNonNull } from '../common/validation';
 
 export const HANDLE_PATTERN = /^[a-zA-Z][a-zA-Z0-9]*$/;
 export const AGENT_PATH_ID_PATTERN = idPattern('agent', { allowBare: true });
 export const DEFAULT_AGENT_COLOR = '#6366f1';
+/**
+ * An avatar is shown by dashboards, often as a link or an image source: no
+ * scheme that runs script or reads the viewer's machine (`javascript:`,
+ * `vbscript:`, `file:`, `data:` other than `data:image/…`), in any case.
+ * No control character (browsers drop tabs and newlines inside a scheme,
+ * `java\tscript:`) and no leading space (dropped before the scheme is read)
+ * either: so the pattern alone is the whole rule, as the document states it.
+ * https URLs, image data URLs and short identifiers (`robot`, `🤖`) pass.
+ */
+export const AVATAR_PATTERN = new RegExp(
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+  '^(?! )(?![jJ][aA][vV][aA][sS][cC][rR][iI][pP][tT]:|[vV][bB][sS][cC][rR][iI][pP][tT]:|[fF][iI][lL][eE]:|[dD][aA][tT][aA]:(?![iI][mM][aA][gG][eE]/))[^\\u0000-\\u001f\\u007f]*$',
+);
+const AVATAR_REFUSED = '`javascript:`, `vbscript:`, `file:` and `data:` URLs other than `data:image/…` are refused (422), and so are control characters and a leading space';
+export const AVATAR_MESSAGE = `must be an image URL or a short identifier: ${AVATAR_REFUSED}`;
 export const DATA_SOURCE_SCOPES = ['all', 'selected'] as const;
 /** a ToolRef whose name starts with this occupies one of the plan's `custom_tool_slots` */
 export const CUSTOM_TOOL_PREFIX = 'custom_';
@@ -30,7 +45,7 @@ const CONNECTOR_ID = { pattern: idPattern('connector', { allowBare: true }), max
 const AGENT_ID = { pattern: idPattern('agent', { allowBare: true }), maxLength: BOUNDS.id };
 
 export class ToolRefDto {
-  @ApiProperty({ description: 'Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix.', maxLength: BOUNDS.name })
+  @ApiProperty({ description: 'Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix.', minLength: 1, maxLength: BOUNDS.name })
   @IsString()
   @IsNotEmpty()
   @MaxLength(BOUNDS.name)
@@ -44,7 +59,7 @@ export class ToolRefDto {
 }
 
 export class DataSourceRefDto {
-  @ApiProperty({ example: 'source_0123456789abcdef01234567', pattern: idPattern('source'), maxLength: BOUNDS.id })
+  @ApiProperty({ example: 'source_0123456789abcdef01234567', pattern: idPattern('source'), minLength: 1, maxLength: BOUNDS.id })
   @IsString()
   @IsNotEmpty()
   @MaxLength(BOUNDS.id)
@@ -67,6 +82,14 @@ export class DataSourceRefDto {
   @MaxLength(BOUNDS.id, { each: true })
   documents?: string[];
 }
+
+/**
+ * The same two shapes as request bodies take them: their own schemas, so the
+ * served request schema refuses unknown fields (additionalProperties: false)
+ * while the response's stays open to new fields.
+ */
+export class ToolRefInputDto extends ToolRefDto {}
+export class DataSourceRefInputDto extends DataSourceRefDto {}
 
 /** Agent (response). The first twelve fields are the contract's table; the rest read back what AgentCreate/AgentUpdate wrote. */
 export class AgentDto {
@@ -106,7 +129,7 @@ abstract class AgentWritableFields {
   @MaxLength(BOUNDS.agentDescription)
   description?: string | null;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.name })
+  @ApiPropertyOptional({ type: 'string', nullable: true, minLength: 1, maxLength: BOUNDS.name })
   @IsOptional()
   @IsString()
   @IsNotEmpty()
@@ -119,10 +142,11 @@ abstract class AgentWritableFields {
   @Matches(HEX_COLOR_PATTERN, { message: 'color must be a CSS hex color: #rgb, #rgba, #rrggbb or #rrggbbaa' })
   color?: string;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.url })
+  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.url, pattern: AVATAR_PATTERN.source, description: `An image URL (https, or \`data:image/…\`) or a short identifier. ${AVATAR_REFUSED}.` })
   @IsOptional()
   @IsString()
   @MaxLength(BOUNDS.url)
+  @Matches(AVATAR_PATTERN, { message: `avatar ${AVATAR_MESSAGE}` })
   avatar?: string | null;
 
   @ApiPropertyOptional({ default: true })
@@ -130,13 +154,13 @@ abstract class AgentWritableFields {
   @IsBoolean()
   include_system_prompt?: boolean;
 
-  @ApiPropertyOptional({ type: [ToolRefDto], maxItems: BOUNDS.agentTools })
+  @ApiPropertyOptional({ type: [ToolRefInputDto], maxItems: BOUNDS.agentTools })
   @OptionalNonNull()
   @IsArray()
   @ArrayMaxSize(BOUNDS.agentTools)
   @ValidateNested({ each: true })
-  @Type(() => ToolRefDto)
-  tools?: ToolRefDto[];
+  @Type(() => ToolRefInputDto)
+  tools?: ToolRefInputDto[];
 
   @ApiPropertyOptional({ type: 'array', items: { type: 'string', ...CONNECTOR_ID }, maxItems: BOUNDS.agentRefs, description: 'Connector ids of this organization.' })
   @OptionalNonNull()
@@ -159,13 +183,13 @@ abstract class AgentWritableFields {
   @MaxLength(BOUNDS.id, { each: true })
   sub_agents?: string[];
 
-  @ApiPropertyOptional({ type: [DataSourceRefDto], maxItems: BOUNDS.agentRefs })
+  @ApiPropertyOptional({ type: [DataSourceRefInputDto], maxItems: BOUNDS.agentRefs })
   @OptionalNonNull()
   @IsArray()
   @ArrayMaxSize(BOUNDS.agentRefs)
   @ValidateNested({ each: true })
-  @Type(() => DataSourceRefDto)
-  data_sources?: DataSourceRefDto[];
+  @Type(() => DataSourceRefInputDto)
+  data_sources?: DataSourceRefInputDto[];
 
   @ApiPropertyOptional({
     type: 'object',
@@ -179,6 +203,10 @@ abstract class AgentWritableFields {
   pending_trigger_hint?: Record<string, unknown> | null;
 }
 
+@SchemaRules({
+  // the instructions rule: `instructions`, or a non-null `instructions_html` instead
+  anyOf: [{ required: ['instructions'] }, { required: ['instructions_html'] }],
+})
 export class AgentCreateDto extends AgentWritableFields {
   @ApiProperty({ pattern: HANDLE_PATTERN.source, maxLength: BOUNDS.handle, description: 'Unique within the organization, compared case-insensitively.' })
   @IsString()
@@ -186,7 +214,7 @@ export class AgentCreateDto extends AgentWritableFields {
   @Matches(HANDLE_PATTERN, { message: 'handle must start with a letter and contain only letters and digits' })
   handle!: string;
 
-  @ApiProperty({ maxLength: BOUNDS.name })
+  @ApiProperty({ minLength: 1, maxLength: BOUNDS.name })
   @IsString()
   @IsNotEmpty()
   @MaxLength(BOUNDS.name)
@@ -214,7 +242,7 @@ export class AgentUpdateDto extends AgentWritableFields {
   @Matches(HANDLE_PATTERN, { message: 'handle must start with a letter and contain only letters and digits' })
   handle?: string;
 
-  @ApiPropertyOptional({ maxLength: BOUNDS.name })
+  @ApiPropertyOptional({ minLength: 1, maxLength: BOUNDS.name })
   @OptionalNonNull()
   @IsString()
   @IsNotEmpty()

@@ -18,7 +18,7 @@ import {
 } from 'class-validator';
 import { BOUNDS, IsBoundedJson, IsIdOf } from '../common/input-bounds';
 import { FixtureError, firstProblem, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
-import { DATA_SOURCE_SCOPES, HANDLE_PATTERN } from './agents.dto';
+import { AVATAR_MESSAGE, AVATAR_PATTERN, DATA_SOURCE_SCOPES, HANDLE_PATTERN } from './agents.dto';
 import { AgentsRepository, type NewAgentRow } from './agents.repository';
 import { buildAgentRow } from './agents.rules';
 import { CASCADE_REASON } from './agent-cascade.repository';
@@ -50,7 +50,7 @@ class AgentFixture {
   @IsOptional() @IsString() @MaxLength(BOUNDS.name) model?: string | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
   @IsOptional() @Matches(HEX_COLOR_PATTERN, { message: 'must be a CSS hex color: #rgb, #rgba, #rrggbb or #rrggbbaa' }) color?: string | null;
-  @IsOptional() @IsString() @MaxLength(BOUNDS.url) avatar?: string | null;
+  @IsOptional() @IsString() @MaxLength(BOUNDS.url) @Matches(AVATAR_PATTERN, { message: AVATAR_MESSAGE }) avatar?: string | null;
   @IsOptional() @IsBoolean() include_system_prompt?: boolean;
   @IsOptional() @IsArray() @ArrayMaxSize(BOUNDS.agentTools) @ValidateNested({ each: true }) @Type(() => ToolRefFixture) tools?: ToolRefFixture[];
   @IsOptional() @IsArray() @ArrayMaxSize(BOUNDS.agentRefs) @IsString({ each: true }) @MaxLength(BOUNDS.id, { each: true }) connectors?: string[];

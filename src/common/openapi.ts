@@ -128,3 +128,23 @@ export function PartialUpdateBody(): ClassDecorator {
 export function partialUpdateBodySchemas(): Set<string> {
   return new Set([...PARTIAL_UPDATE_BODIES].map((model) => getSchemaPath(model).slice('#/components/schemas/'.length)));
 }
+
+const SCHEMA_RULES = new Map<Type<unknown>, Record<string, unknown>>();
+
+/**
+ * A rule of a body class that spans fields (one of two fields required),
+ * stated in its served schema as JSON Schema keywords (`anyOf`…) beside what
+ * the field decorators generate. The class still enforces it with its
+ * validators: this says it in the document, where generated clients and
+ * validating proxies read it.
+ */
+export function SchemaRules(rules: Record<string, unknown>): ClassDecorator {
+  return (target) => {
+    SCHEMA_RULES.set(target as unknown as Type<unknown>, rules);
+  };
+}
+
+/** Component schema name → the keywords its class declared with `@SchemaRules`. */
+export function schemaRulesByName(): Map<string, Record<string, unknown>> {
+  return new Map([...SCHEMA_RULES].map(([model, rules]) => [getSchemaPath(model).slice('#/components/schemas/'.length), rules]));
+}

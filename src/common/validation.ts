@@ -1,7 +1,7 @@
 import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
 import { ValidateBy, ValidateIf, type ValidationOptions, type ValidatorOptions } from 'class-validator';
 import { ApiError, type FieldErrors } from './api-error';
-import { mergeFieldErrors } from './field-errors';
+import { addFieldError, mergeFieldErrors } from './field-errors';
 import { BOUNDS } from './input-bounds';
 
 /**
@@ -83,17 +83,41 @@ function problemsOf(constraints: Record<string, string>): string[] {
   return kind ? [constraints[kind]] : [...new Set(Object.values(constraints))];
 }
 
-/** class-validator's error tree → `{ "tools[0].name": ["must be a string"] }`. */
-export function flattenValidationErrors(errors: ValidationError[], parent = ''): FieldErrors {
+const UNKNOWN_KEYS_UNNAMED = Symbol('unknown-keys-unnamed');
+
+/**
+ * A body class whose unknown keys are refused without their names: an
+ * object of secrets, where a client may paste a secret as a key name
+ * (`{"sk-live-…": ""}`). The 422 names the object itself with `message`, so
+ * the name is neither answered nor kept in a stored idempotency record.
+ */
+export function UnknownKeysUnnamed(message: string): ClassDecorator {
+  return (target) => Reflect.defineMetadata(UNKNOWN_KEYS_UNNAMED, message, target);
+}
+
+/** The message for an unknown key of `holder`, when its class does not name them; undefined otherwise. */
+export function unnamedKeysMessage(holder: unknown): string | undefined {
+  if (holder === null || typeof holder !== 'object') return undefined;
+  return Reflect.getMetadata(UNKNOWN_KEYS_UNNAMED, holder.constructor) as string | undefined;
+}
+
+/** class-validator's error tree → `{ "tools[0].name": ["must be a string"] }`. `holder`: the object the errors are about. */
+export function flattenValidationErrors(errors: ValidationError[], parent = '', holder?: unknown): FieldErrors {
   const fields: FieldErrors = {};
+  const unnamed = unnamedKeysMessage(holder);
   for (const error of errors) {
     const path = parent === '' ? error.property : /^\d+$/.test(error.property) ? `${parent}[${error.property}]` : `${parent}.${error.property}`;
+    if (unnamed !== undefined && error.constraints && 'whitelistValidation' in error.constraints) {
+      // once however many unknown keys there are
+      if (!Object.prototype.hasOwnProperty.call(fields, parent)) addFieldError(fields, parent, unnamed);
+      continue;
+    }
     if (error.constraints) {
       const problems = problemsOf(error.constraints);
       // a missing field whose rules have no kind rule (only lengths, patterns…): say it is missing
       fields[path] = error.value === undefined && !KIND_CONSTRAINTS.some((name) => name in error.constraints!) ? [`${error.property} is required`] : problems;
     }
-    if (error.children?.length) mergeFieldErrors(fields, flattenValidationErrors(error.children, path));
+    if (error.children?.length) mergeFieldErrors(fields, flattenValidationErrors(error.children, path, error.value));
   }
   return fields;
 }
@@ -251,8 +275,9 @@ function keepFieldAsSent(raw: unknown, holder: Record<string, unknown> | unknown
 export function keepJsonAsSent(raw: unknown, built: object, path = '', found: FieldErrors = {}): FieldErrors {
   if (!isRecord(raw)) return found;
   const instance = built as Record<string, unknown>;
+  const unnamed = unnamedKeysMessage(built);
   for (const key of Object.keys(raw)) {
-    if (!Object.prototype.hasOwnProperty.call(instance, key)) putField(found, keyPath(path, key), [`property ${key} should not exist`]);
+    if (!Object.prototype.hasOwnProperty.call(instance, key)) putField(found, unnamed !== undefined ? path : keyPath(path, key), [unnamed ?? `property ${key} should not exist`]);
     else keepFieldAsSent(raw[key], instance, key, keyPath(path, key), found);
   }
   return found;

@@ -57,7 +57,9 @@ export class ConversationListQueryPipe implements PipeTransform<unknown, Convers
     for (const [param, value] of Object.entries(query)) {
       const match = METADATA_KEY.exec(param);
       if (!match) {
-        named[param] = value;
+        // `metadata[ticketId=5` is a metadata filter mistyped, not an unknown parameter: ignoring it would widen the list
+        if (param.startsWith('metadata[')) addFieldError(fields, param, 'is not a well-formed metadata[KEY] filter: the key must end with ]');
+        else named[param] = value;
         continue;
       }
       const key = match[1];

@@ -16,8 +16,8 @@ import {
 } from 'class-validator';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { PartialUpdateBody } from '../common/openapi';
-import { OptionalNonNull } from '../common/validation';
-import { AUTH_TYPES, HTTP_METHODS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, RESERVED_HEADER_RULES, TOOL_TYPES } from './custom-tools.rules';
+import { OptionalNonNull, UnknownKeysUnnamed } from '../common/validation';
+import { AUTH_TYPES, HEADER_NAME, HEADER_VALUE_PATTERN, HTTP_METHODS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, RESERVED_HEADER_RULES, TOOL_TYPES } from './custom-tools.rules';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
 
 const SECRET_MAX = BOUNDS.headerValue;
@@ -97,7 +97,9 @@ class CustomToolParamInputDto {
   @IsIn(PARAM_LOCATIONS)
   in?: string;
   @ApiPropertyOptional({
+    minLength: 1,
     maxLength: BOUNDS.headerName,
+    pattern: HEADER_NAME.source,
     description: `actual HTTP header name (an HTTP token), used when \`in\` = \`header\`; defaults to the parameter's \`name\`, which is returned and then follows the same rule. ${RESERVED_HEADER_RULES}`,
   })
   @OptionalNonNull()
@@ -106,6 +108,8 @@ class CustomToolParamInputDto {
   headerName?: string;
 }
 
+/** A client may paste a secret where a field name goes: an unknown key is refused without its name. */
+@UnknownKeysUnnamed('holds a field other than token, apiKey, header_name, username and password (its name is not repeated: it may be a secret)')
 export class CustomToolCredentialsInputDto {
   @ApiPropertyOptional({ description: `used when \`type\` = \`bearer\`; dropped (never stored) otherwise. ${SECRET_RULE}`, writeOnly: true, maxLength: SECRET_MAX })
   @OptionalNonNull()
@@ -118,7 +122,7 @@ export class CustomToolCredentialsInputDto {
   @MaxLength(SECRET_MAX)
   apiKey?: string;
   @ApiPropertyOptional({ description: `header that carries the api key (an HTTP token); default \`X-API-Key\`; used when \`type\` = \`api_key\`. ${RESERVED_HEADER_RULES}`,
-    maxLength: BOUNDS.headerName, })
+    minLength: 1, maxLength: BOUNDS.headerName, pattern: HEADER_NAME.source, })
   @OptionalNonNull()
   @IsString()
   @MaxLength(BOUNDS.headerName)
@@ -155,7 +159,7 @@ class CustomToolAuthInputDto {
 }
 
 class CustomToolGroupInputDto {
-  @ApiProperty({ maxLength: BOUNDS.groupName }) @IsString() @IsNotEmpty() @MaxLength(BOUNDS.groupName) name!: string;
+  @ApiProperty({ minLength: 1, maxLength: BOUNDS.groupName }) @IsString() @IsNotEmpty() @MaxLength(BOUNDS.groupName) name!: string;
   @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.groupIcon })
   @IsOptional()
   @IsString()
@@ -174,7 +178,7 @@ class CustomToolFields {
   @ApiPropertyOptional({
     type: 'object',
     maxProperties: BOUNDS.headers,
-    additionalProperties: { type: 'string', maxLength: BOUNDS.headerValue },
+    additionalProperties: { type: 'string', maxLength: BOUNDS.headerValue, pattern: HEADER_VALUE_PATTERN },
     description:
       `at most ${BOUNDS.headers} headers; names are HTTP header names of at most ${BOUNDS.headerName} characters, values strings of at most ${BOUNDS.headerValue} without control characters ` +
       '(CR, LF, NUL and the others except tab: they would end or split the header). Plain headers are stored unencrypted and returned in responses. ' +
@@ -226,12 +230,12 @@ class CustomToolFields {
 }
 
 export class CustomToolCreateDto extends CustomToolFields {
-  @ApiProperty({ description: 'human-readable name that should include connector and resource', maxLength: BOUNDS.name })
+  @ApiProperty({ description: 'human-readable name that should include connector and resource', minLength: 1, maxLength: BOUNDS.name })
   @IsString()
   @IsNotEmpty()
   @MaxLength(BOUNDS.name)
   label!: string;
-  @ApiProperty({ description: 'addressed to the language model; decides when the tool is called', maxLength: BOUNDS.toolDescription })
+  @ApiProperty({ description: 'addressed to the language model; decides when the tool is called', minLength: 1, maxLength: BOUNDS.toolDescription })
   @IsString()
   @IsNotEmpty()
   @MaxLength(BOUNDS.toolDescription)
@@ -245,8 +249,8 @@ export class CustomToolCreateDto extends CustomToolFields {
 
 @PartialUpdateBody()
 export class CustomToolUpdateDto extends CustomToolFields {
-  @ApiPropertyOptional({ maxLength: BOUNDS.name }) @OptionalNonNull() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) label?: string;
-  @ApiPropertyOptional({ maxLength: BOUNDS.toolDescription })
+  @ApiPropertyOptional({ minLength: 1, maxLength: BOUNDS.name }) @OptionalNonNull() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) label?: string;
+  @ApiPropertyOptional({ minLength: 1, maxLength: BOUNDS.toolDescription })
   @OptionalNonNull()
   @IsString()
   @IsNotEmpty()

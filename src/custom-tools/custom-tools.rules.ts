@@ -24,7 +24,7 @@ const TOOL_NAME_PREFIX = 'custom_';
 const MAX_SLUG_LENGTH = 48;
 
 /** RFC 9110 token: what an HTTP header name may consist of. */
-const HEADER_NAME = new RegExp(`^[!#$%&'*+.^_\`|~0-9A-Za-z-]{1,${BOUNDS.headerName}}$`);
+export const HEADER_NAME = new RegExp(`^[!#$%&'*+.^_\`|~0-9A-Za-z-]{1,${BOUNDS.headerName}}$`);
 /** Parameter names double as placeholder names: the same charset and length (url-policy's placeholder pattern). */
 export const PARAM_NAME = new RegExp(`^[${PLACEHOLDER_NAME_CHARS}]{1,${BOUNDS.toolParameterName}}$`);
 /**
@@ -73,6 +73,8 @@ function outboundHeaderNameProblem(name: string): string | null {
 /** Control characters other than tab: CR and LF end a header (a second one is injected after them), NUL and the others are refused by servers or cut the value. */
 // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
 const HEADER_VALUE_CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+/** The same rule as a JSON Schema pattern, for the served document: no such character anywhere. */
+export const HEADER_VALUE_PATTERN = `^[^${HEADER_VALUE_CONTROL.source.slice(1, -1)}]*$`;
 const HEADER_VALUE_PROBLEM = 'must not contain control characters (CR, LF, NUL and the others except tab): they would end or split the header';
 
 /** The one rule for a value an outbound header will carry (plain header values and credentials alike). */

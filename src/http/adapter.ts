@@ -28,6 +28,8 @@ export interface HttpLayer {
   tracker: RequestTracker;
   connections: ConnectionLimiter;
   metrics: Metrics | undefined;
+  /** every method some route serves (filled as routes register): another method is a 404 wherever it is sent */
+  servedMethods: Set<string>;
 }
 
 const LAYERS = new WeakMap<FastifyInstance, HttpLayer>();
@@ -94,6 +96,7 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
     tracker: new RequestTracker(server),
     connections: new ConnectionLimiter({ max: limits.httpMaxConnections, perAddress: limits.httpMaxConnectionsPerAddress }, logger),
     metrics: undefined,
+    servedMethods: new Set(),
   };
   LAYERS.set(fastify, layer);
   layer.connections.install(server);

@@ -8,13 +8,26 @@ import { runWithRequestDeadline } from '../database/request-scope';
 import { UNMATCHED_ROUTE } from '../metrics/metrics';
 import type { HttpLayer } from './adapter';
 
+/**
+ * Headers of every answer, success or error. Answers hold an organization's
+ * data and are read with a key: no cache (browser, proxy, CDN) keeps them;
+ * no browser guesses a type other than the one sent; no page frames them or
+ * runs anything from them. The API reference page sets its own policy
+ * (api-reference.ts).
+ */
+const SECURITY_HEADERS: Record<string, string> = {
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+};
+
 /** The request id and trace id, on the request and the response; the request is tracked from here. */
 export function startRequest(layer: HttpLayer, request: FastifyRequest, reply: FastifyReply): void {
   const ctx = request as unknown as RequestContext;
   ctx.requestId = resolveRequestId(request.headers['x-request-id']);
   ctx.traceId = resolveTraceId(request.headers.traceparent);
   layer.tracker.started(request, reply);
-  void reply.header(REQUEST_ID_HEADER, ctx.requestId);
+  void reply.header(REQUEST_ID_HEADER, ctx.requestId).headers(SECURITY_HEADERS);
 }
 
 /**
@@ -41,14 +54,48 @@ export function answerInHook(request: FastifyRequest, reply: FastifyReply, error
 }
 
 /**
+ * RFC 9112 §3.2's Host: `uri-host [ ":" port ]`, where uri-host is an IP
+ * literal in brackets, or a reg-name of unreserved, percent-encoded and
+ * sub-delim characters (an IPv4 address is one too). Empty is valid.
+ */
+const VALID_HOST = /^(?:\[[0-9A-Za-z:._~!$&'()*+,;=-]+\]|[0-9A-Za-z._~!$&'()*+,;=%-]*)(?::[0-9]*)?$/;
+
+/**
+ * How many lines of each of these headers the request carries: Node keeps
+ * the first of a repeated Host or Authorization and discards the others
+ * silently, so the count is read from the raw lines (one pass over a list the
+ * header limits already bound).
+ */
+function countLines(rawHeaders: string[]): { host: number; authorization: number } {
+  const count = { host: 0, authorization: 0 };
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i];
+    // cheap length test first: most header names are neither
+    if (name.length === 4 && name.toLowerCase() === 'host') count.host++;
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') count.authorization++;
+  }
+  return count;
+}
+
+/**
  * What HTTP itself requires of a request before it is routed, in place of
- * the bare answers Node would write: HTTP/1.1 needs a Host header (400), and
- * an `Expect` other than `100-continue` cannot be met (417).
+ * the bare answers Node would write (or the silent choices it makes): an
+ * HTTP/1.1 request needs exactly one valid Host header (RFC 9112 §3.2: 400
+ * for none, several, or an invalid value), an `Expect` other than
+ * `100-continue` cannot be met (417), and two Authorization headers are
+ * refused (400) rather than the first used silently, where a proxy in front
+ * may have read the other.
  */
 function protocolRefusal(request: FastifyRequest): ApiError | null {
-  if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+  const lines = countLines(request.raw.rawHeaders);
+  if (lines.host === 0 && request.raw.httpVersion === '1.1') {
     return new ApiError(ErrorCode.BadRequest, 'An HTTP/1.1 request needs a Host header.');
   }
+  if (lines.host > 1) return new ApiError(ErrorCode.BadRequest, 'A request carries at most one Host header.');
+  if (lines.host === 1 && !VALID_HOST.test(request.headers.host ?? '')) {
+    return new ApiError(ErrorCode.BadRequest, 'The Host header is not a valid host[:port].');
+  }
+  if (lines.authorization > 1) return new ApiError(ErrorCode.BadRequest, 'A request carries at most one Authorization header.');
   const expect = request.headers.expect;
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
     return new ApiError(ErrorCode.ExpectationFailed, 'Only "Expect: 100-continue" is supported.');
@@ -57,10 +104,26 @@ function protocolRefusal(request: FastifyRequest): ApiError | null {
 }
 
 /**
+ * A method no route serves (PUT, OPTIONS, QUERY, PROPFIND…) is a 404 on every
+ * path, the answer Nest's not-found handler gives, given here before the
+ * body is read: Fastify would otherwise judge a body first (a QUERY without
+ * Content-Type was a 400, answered as a 422 with no field, on every path).
+ */
+function noSuchMethod(): ApiError {
+  return new ApiError(ErrorCode.NotFound, 'No such endpoint.');
+}
+
+/** A body follows the headers: answered without reading it, the connection is closed. */
+function hasBody(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
  * The hooks every request passes, routed or not, in this order:
  * 1. `onRequest`: request id and trace id (first, so every refusal carries
- *    them), the in-flight tracker, HTTP's own refusals (missing Host,
- *    unmet Expect);
+ *    them), the in-flight tracker, HTTP's own refusals (missing, repeated
+ *    or invalid Host, repeated Authorization, unmet Expect);
  * 2. the body reader (body-parser.ts) runs between these two;
  * 3. `preHandler`: the request's database scope (every query of the
  *    request, the key lookup too, ends by one deadline counted from here,
@@ -78,6 +141,7 @@ export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, 
     startRequest(layer, request, reply);
     const refusal = protocolRefusal(request);
     if (refusal) return answerInHook(request, reply, refusal, true);
+    if (request.routeOptions.url === undefined && !layer.servedMethods.has(request.method)) return answerInHook(request, reply, noSuchMethod(), hasBody(request));
     done();
   });
   fastify.addHook('preHandler', (request, _reply, done) => {

@@ -3,7 +3,7 @@ import { EXACT_JSON_RULES } from '../common/exact-json';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { BEARER_SCHEME } from '../auth/auth.decorators';
 import { API_PREFIX } from '../common/api-paths';
-import { partialUpdateBodySchemas } from '../common/openapi';
+import { partialUpdateBodySchemas, schemaRulesByName } from '../common/openapi';
 import { MAX_BODY_DEPTH } from '../common/validation';
 import { documentIdempotency } from '../idempotency/idempotency.openapi';
 import { documentRateLimits } from '../rate-limit/rate-limit.openapi';
@@ -91,6 +91,7 @@ const OPENAPI_POST_PROCESSING: ReadonlyArray<{ name: string; apply(document: Ope
   { name: 'the one server is the public API (x-internal: false)', apply: markServersPublic },
   { name: '@Public() operations need no security', apply: dropSecurityOfPublicOperations },
   { name: 'request bodies: no defaults; 400/408/413/417/422/431 on every operation', apply: documentRequestBodies },
+  { name: 'request bodies: unknown fields refused, rules across fields', apply: documentBodyRules },
   { name: 'Idempotency-Key on every authenticated POST and PATCH', apply: documentIdempotency },
   { name: 'rate-limit headers on every response of every authenticated operation', apply: documentRateLimits },
 ];
@@ -195,7 +196,8 @@ function documentRequestBodies(document: OpenAPIObject): void {
     responses['413'] ??= { description: 'Request body over 1 MiB (`payload_too_large`), whatever the method.', content: errorEnvelope };
     responses['400'] ??= {
       description:
-        'Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed.',
+        'Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, ' +
+        'two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed.',
       content: errorEnvelope,
     };
     responses['417'] ??= { description: 'An `Expect` header other than `100-continue` (`expectation_failed`).', content: errorEnvelope };
@@ -217,4 +219,34 @@ function documentRequestBodies(document: OpenAPIObject): void {
       schema.description = typeof schema.description === 'string' && schema.description !== '' ? `${schema.description} ${note}` : note;
     });
   }
+}
+
+/** Component schemas that only request bodies use (a response schema stays open to new fields). */
+function requestOnlySchemas(document: OpenAPIObject): Set<string> {
+  const components = (document.components?.schemas ?? {}) as Record<string, Schema>;
+  const inRequests = new Set<string>();
+  const inResponses = new Set<string>();
+  for (const { operation } of operationsOf(document)) {
+    for (const media of Object.values(operation.requestBody?.content ?? {})) referencedSchemas(media.schema, inRequests, components);
+    referencedSchemas(operation.responses, inResponses, components);
+  }
+  return new Set([...inRequests].filter((name) => !inResponses.has(name)));
+}
+
+/**
+ * What the validation pipe enforces on a body, stated where JSON Schema can:
+ * every body class refuses unknown fields (`additionalProperties: false`;
+ * free-form fields inside declare their own `additionalProperties`), and a
+ * class's rules across fields (`@SchemaRules`, e.g. the instructions rule of
+ * AgentCreate as `anyOf`) are added to its schema. A generated client or a
+ * validating proxy then refuses what the server refuses. Schemas shared with
+ * responses are left open, so a response may gain fields.
+ */
+function documentBodyRules(document: OpenAPIObject): void {
+  const components = (document.components?.schemas ?? {}) as Record<string, Schema>;
+  for (const name of requestOnlySchemas(document)) {
+    const schema = components[name];
+    if (schema && schema.type === 'object' && schema.additionalProperties === undefined) schema.additionalProperties = false;
+  }
+  for (const [name, rules] of schemaRulesByName()) if (components[name]) Object.assign(components[name], rules);
 }

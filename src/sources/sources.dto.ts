@@ -3,7 +3,9 @@ import { IsIn, IsNotEmpty, IsObject, IsString, MaxLength } from 'class-validator
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { BodyPrecheck, OptionalNonNull } from '../common/validation';
 import { OUTBOUND_URL_RULES } from '../common/url-policy';
-import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERNS, refuseUncreatableType, SOURCE_CONFIG_RULES } from './sources.rules';
+import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERNS, PATH_PATTERN, refuseUncreatableType, SOURCE_CONFIG_RULES } from './sources.rules';
+
+const PATH_PATTERN_SCHEMA = { type: 'string', minLength: 1, maxLength: BOUNDS.url, pattern: PATH_PATTERN } as const;
 
 export const SOURCE_TYPES = ['upload', 'website', 'webpage', 'connector'] as const;
 const CREATABLE_SOURCE_TYPES = ['website', 'webpage'] as const;
@@ -31,14 +33,14 @@ export class SourceCreateDto {
   @IsIn(SOURCE_TYPES, { message: 'type must be website or webpage' })
   type!: string;
 
-  @ApiProperty({ description: 'display name', maxLength: BOUNDS.name })
+  @ApiProperty({ description: 'display name', minLength: 1, maxLength: BOUNDS.name })
   @OptionalNonNull()
   @IsString()
   @IsNotEmpty()
   @MaxLength(BOUNDS.name)
   name?: string;
 
-  @ApiPropertyOptional({
+  @ApiProperty({
     type: 'object',
     properties: {
       url: { type: 'string', maxLength: BOUNDS.url, description: `absolute http(s) URL; required for website and webpage. ${OUTBOUND_URL_RULES}` },
@@ -47,21 +49,21 @@ export class SourceCreateDto {
         default: false,
         description: 'when true the content is chunked and embedded and becomes searchable through the `search_knowledge` tool',
       },
-      max_pages: { type: 'integer', format: 'int32', minimum: 1, maximum: MAX_PAGES, description: '`website` only: the most pages a crawl fetches' },
+      max_pages: { type: 'integer', format: 'int32', minimum: 1, maximum: MAX_PAGES, description: 'read for a `website`: the most pages a crawl fetches' },
       crawl: {
         type: 'object',
-        description: '`website` only: which paths a crawl follows',
+        description: 'read for a `website`: which paths a crawl follows',
         properties: {
-          include: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: BOUNDS.url }, description: 'path patterns to follow' },
-          exclude: { type: 'array', maxItems: MAX_PATTERNS, items: { type: 'string', minLength: 1, maxLength: BOUNDS.url }, description: 'path patterns to skip' },
+          include: { type: 'array', maxItems: MAX_PATTERNS, items: PATH_PATTERN_SCHEMA, description: 'path patterns to follow' },
+          exclude: { type: 'array', maxItems: MAX_PATTERNS, items: PATH_PATTERN_SCHEMA, description: 'path patterns to skip' },
           max_depth: { type: 'integer', format: 'int32', minimum: 0, maximum: MAX_CRAWL_DEPTH, description: 'links followed from `url`' },
         },
         additionalProperties: false,
       },
     },
     required: ['url'],
-    additionalProperties: false,
-    description: `type-specific: the additional keys are the ones each type documents. ${SOURCE_CONFIG_RULES}`,
+    additionalProperties: true,
+    description: `type-specific; additional keys allowed. Required in practice: \`config.url\` is required for both types this endpoint creates. ${SOURCE_CONFIG_RULES}`,
   })
   @OptionalNonNull()
   @IsObject()

@@ -519,20 +519,35 @@ export interface components {
             /** Format: date-time */
             deactivated_at?: string | null;
         };
+        ToolRefInputDto: {
+            /** @description Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix. */
+            name: string;
+            /** @description Connector instance id; null for built-in or knowledge tools. */
+            connector_id?: string | null;
+        };
+        DataSourceRefInputDto: {
+            /** @example source_0123456789abcdef01234567 */
+            source_id: string;
+            /** @enum {string} */
+            scope: "all" | "selected";
+            /** @description Document ids to include when `scope` = `selected`. */
+            documents?: string[];
+        };
         AgentCreateDto: {
             description?: string | null;
             model?: string | null;
             /** @description A CSS hex color: `#rgb`, `#rgba`, `#rrggbb` or `#rrggbbaa`. Default: `#6366f1`. */
             color?: string;
+            /** @description An image URL (https, or `data:image/…`) or a short identifier. `javascript:`, `vbscript:`, `file:` and `data:` URLs other than `data:image/…` are refused (422), and so are control characters and a leading space. */
             avatar?: string | null;
             /** @description Default: `true`. */
             include_system_prompt?: boolean;
-            tools?: components["schemas"]["ToolRefDto"][];
+            tools?: components["schemas"]["ToolRefInputDto"][];
             /** @description Connector ids of this organization. */
             connectors?: string[];
             /** @description Agent ids of this organization; an agent may not reference itself. */
             sub_agents?: string[];
-            data_sources?: components["schemas"]["DataSourceRefDto"][];
+            data_sources?: components["schemas"]["DataSourceRefInputDto"][];
             /** @description Free-form object of at most 8192 bytes as JSON, nested at most 5 levels. JSON is stored exactly as sent or refused (422 naming the field): a number whose value a 64-bit float cannot hold as written (`1e400`, `18446744073709551617`, `1e-400`) and `-0` are refused; in free-form objects every key is kept, except `__proto__`, which is refused. */
             pending_trigger_hint?: {
                 [key: string]: unknown;
@@ -543,20 +558,21 @@ export interface components {
             /** @description Required unless `instructions_html` is provided. */
             instructions?: string;
             instructions_html?: string;
-        };
+        } | unknown | unknown;
         AgentUpdateDto: {
             description?: string | null;
             model?: string | null;
             /** @description A CSS hex color: `#rgb`, `#rgba`, `#rrggbb` or `#rrggbbaa`. */
             color?: string;
+            /** @description An image URL (https, or `data:image/…`) or a short identifier. `javascript:`, `vbscript:`, `file:` and `data:` URLs other than `data:image/…` are refused (422), and so are control characters and a leading space. */
             avatar?: string | null;
             include_system_prompt?: boolean;
-            tools?: components["schemas"]["ToolRefDto"][];
+            tools?: components["schemas"]["ToolRefInputDto"][];
             /** @description Connector ids of this organization. */
             connectors?: string[];
             /** @description Agent ids of this organization; an agent may not reference itself. */
             sub_agents?: string[];
-            data_sources?: components["schemas"]["DataSourceRefDto"][];
+            data_sources?: components["schemas"]["DataSourceRefInputDto"][];
             /** @description Free-form object of at most 8192 bytes as JSON, nested at most 5 levels. JSON is stored exactly as sent or refused (422 naming the field): a number whose value a 64-bit float cannot hold as written (`1e400`, `18446744073709551617`, `1e-400`) and `-0` are refused; in free-form objects every key is kept, except `__proto__`, which is refused. */
             pending_trigger_hint?: {
                 [key: string]: unknown;
@@ -758,18 +774,18 @@ export interface components {
             type: "website" | "webpage";
             /** @description display name */
             name: string;
-            /** @description type-specific: the additional keys are the ones each type documents. Only the keys of the source type are accepted; any other is an unknown field (422). `website`: `url` (required), `indexed`, `max_pages` (integer 1 to 1,000,000), `crawl` (an object of `include` and `exclude`, arrays of at most 50000 path patterns of at most 2048 characters, and `max_depth`, integer 0 to 100). `webpage`: `url` (required), `indexed`. No key takes credentials, headers or a proxy: `config` is not a place for secrets. At most 262144 bytes as JSON (256 KiB): room for include/exclude lists of thousands of paths. */
+            /** @description type-specific; additional keys allowed. Required in practice: `config.url` is required for both types this endpoint creates. Additional keys are allowed and stored exactly as sent (never returned); `__proto__` is refused. The keys this service documents keep their types: `url` (required), `indexed`, and for a `website` `max_pages` (integer 1 to 1,000,000) and `crawl` (only `include` and `exclude`, arrays of at most 50000 path patterns of at most 2048 characters, which are paths, not URLs: no scheme and no leading `//`; and `max_depth`, integer 0 to 100); a `webpage` does not read `max_pages` or `crawl`, which keep their types there too. `config` is stored in clear: it is not a place for secrets. At most 262144 bytes as JSON (256 KiB), nested at most 31 levels. */
             config?: {
                 /** @description absolute http(s) URL; required for website and webpage. No user info (`user:pw@`), whitespace, control characters or backslashes. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6), a multicast address, an IPv6 address outside global unicast `2000::/3` (site-local `fec0::/10` included), nor a name internal by convention: single-label names, `metadata.goog` and names ending in `.localhost`, `.local`, `.internal`, `.svc`, `.arpa`, `.localdomain`, `.lan`, `.home`, `.corp`, `.test`, `.invalid`, `.onion`, `.alt`. */
-                url?: string;
+                url: string;
                 /** @description when true the content is chunked and embedded and becomes searchable through the `search_knowledge` tool Default: `false`. */
                 indexed?: boolean;
                 /**
                  * Format: int32
-                 * @description `website` only: the most pages a crawl fetches
+                 * @description read for a `website`: the most pages a crawl fetches
                  */
                 max_pages?: number;
-                /** @description `website` only: which paths a crawl follows */
+                /** @description read for a `website`: which paths a crawl follows */
                 crawl?: {
                     /** @description path patterns to follow */
                     include?: string[];
@@ -781,6 +797,8 @@ export interface components {
                      */
                     max_depth?: number;
                 };
+            } & {
+                [key: string]: unknown;
             };
         };
         ConnectorSummaryDto: {
@@ -1032,7 +1050,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1119,7 +1137,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1215,7 +1233,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -1423,7 +1441,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -1635,7 +1653,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -1854,7 +1872,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2088,7 +2106,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2316,7 +2334,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2553,7 +2571,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2807,7 +2825,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3026,7 +3044,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3260,7 +3278,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3488,7 +3506,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3725,7 +3743,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3979,7 +3997,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4198,7 +4216,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4432,7 +4450,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4660,7 +4678,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4889,7 +4907,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5102,7 +5120,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5362,7 +5380,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5578,7 +5596,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5812,7 +5830,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6043,7 +6061,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6256,7 +6274,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6485,7 +6503,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6698,7 +6716,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6934,7 +6952,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
