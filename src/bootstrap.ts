@@ -2,6 +2,7 @@ import { RequestMethod, type INestApplication, type NestApplicationOptions } fro
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
 import type { AppLogger } from './common/logger';
+import { AuthenticationGuard } from './auth/authentication.guard';
 import { Metrics } from './metrics/metrics';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { API_PREFIX } from './common/api-paths';
@@ -36,6 +37,8 @@ export function configureApp(app: INestApplication, logger: AppLogger): RequestT
   const layer = httpLayerOf(fastify);
   layer.logger = logger;
   layer.metrics = app.get(Metrics);
+  const authentication = app.get(AuthenticationGuard);
+  layer.authenticate = (request) => authentication.authenticate(request);
   const routes: ServedRoute[] = [];
   SERVED_ROUTES.set(app, routes);
   fastify.addHook('onRoute', (route) => {

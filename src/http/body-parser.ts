@@ -3,16 +3,22 @@ import type { RequestContext } from '../common/request-context';
 import { isJsonContentType, parseJsonBody, readBody } from './request-body';
 
 /**
- * Every body, whatever its type and method, is read as bytes (kept for the
- * Idempotency-Key fingerprint); JSON types are parsed, anything else reaches
- * the validation pipe as a Buffer, which answers 422. Fastify would skip the
- * body of a GET or HEAD: here a body over the limit or not JSON is refused
- * on every route alike.
+ * Every body of a request with a valid key, whatever its type and method,
+ * is read as bytes (kept for the Idempotency-Key fingerprint); JSON types
+ * are parsed, anything else reaches the validation pipe as a Buffer, which
+ * answers 422. Fastify would skip the body of a GET or HEAD: here a body
+ * over the limit or not JSON is refused on every route alike.
+ *
+ * A request without a valid key (checked before this, request-hooks.ts)
+ * has no body read at all, on any route: it is answered from its headers
+ * (401, 429, a public route's answer, 404), so it costs no decompression,
+ * parsing or validation, and a slow body is not waited for.
  */
 export function installBodyParser(fastify: FastifyInstance): void {
   for (const method of ['GET', 'HEAD', 'DELETE', 'OPTIONS']) fastify.addHttpMethod(method, { hasBody: true, overrideExisting: true });
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', (request: FastifyRequest, payload, done) => {
+    if ((request as unknown as RequestContext).auth === undefined) return done(null, undefined);
     const parse = (bytes: Buffer) => {
       (request as unknown as RequestContext).rawBody = bytes;
       const contentType = request.headers['content-type'];
