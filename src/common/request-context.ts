@@ -30,6 +30,8 @@ export interface RequestContext {
   authError?: unknown;
   /** set by the tenant concurrency guard (common/tenant-concurrency.ts); called once the answer is sent */
   releaseTenantSlots?: () => void;
+  /** the 503 of a tenant whose slots stayed busy, found before the body was read; the tenant concurrency guard throws it */
+  tenantRefusal?: unknown;
   /** the body bytes as received (decoded), for idempotency fingerprints */
   rawBody?: Buffer;
   body?: unknown;

@@ -40,6 +40,8 @@ export interface HttpLayer {
    * that takes a key (request-hooks.ts); set by configureApp
    */
   authenticate?: (request: RequestContext) => Promise<void> | undefined;
+  /** the tenant concurrency guard's step, for a request with a valid key that sends a body; set by configureApp */
+  admit?: (request: RequestContext) => Promise<void> | undefined;
 }
 
 const LAYERS = new WeakMap<FastifyInstance, HttpLayer>();
@@ -107,7 +109,15 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
   layer = {
     logger,
     tracker: new RequestTracker(server),
-    connections: new ConnectionLimiter({ max: limits.httpMaxConnections, perAddress: limits.httpMaxConnectionsPerAddress }, logger),
+    connections: new ConnectionLimiter(
+      {
+        max: limits.httpMaxConnections,
+        perAddress: limits.httpMaxConnectionsPerAddress,
+        bodyMinBytesPerSecond: limits.httpBodyMinBytesPerSecond,
+        bodyGraceMs: limits.httpBodyGraceMs,
+      },
+      logger,
+    ),
     metrics: undefined,
   };
   LAYERS.set(fastify, layer);

@@ -62,14 +62,25 @@ function protocolRefusal(request: FastifyRequest): ApiError | null {
  * authentication guard's own step (layer.authenticate), under a database
  * deadline of its own for the key lookup. Its outcome stays on the request
  * for the guards; only a request it found a valid key on has its body read
- * (body-parser.ts). A promise while the key is looked up.
+ * (body-parser.ts). A request with a valid key that sends a body then takes
+ * its tenant's slots (layer.admit), so a body slow to arrive holds its own
+ * key's and organization's slots; a refusal stays on the request for the
+ * tenant guard, in its place. A promise while either waits.
  */
-function authenticateBeforeBody(layer: HttpLayer, request: FastifyRequest, dbStatementTimeoutMs: number): Promise<void> | undefined {
+function admitBeforeBody(layer: HttpLayer, request: FastifyRequest, dbStatementTimeoutMs: number): Promise<void> | undefined {
   if (!layer.authenticate || !takesKey(request)) return undefined;
   const ctx = request as unknown as RequestContext;
-  const pending = runWithRequestDeadline(dbStatementTimeoutMs, () => layer.authenticate!(ctx));
-  return pending?.catch((error: unknown) => {
-    ctx.authError = error;
+  const admit = (): Promise<void> | undefined => {
+    if (ctx.auth === undefined || !layer.admit || !announcesBody(request)) return undefined;
+    return layer.admit(ctx)?.catch((refusal: unknown) => {
+      ctx.tenantRefusal = refusal;
+    });
+  };
+  return runWithRequestDeadline(dbStatementTimeoutMs, () => {
+    const authenticating = layer.authenticate!(ctx)?.catch((error: unknown) => {
+      ctx.authError = error;
+    });
+    return authenticating ? authenticating.then(admit) : admit();
   });
 }
 
@@ -84,7 +95,8 @@ function announcesBody(request: FastifyRequest): boolean {
  * 1. `onRequest`: request id and trace id (first, so every refusal carries
  *    them), the in-flight tracker, HTTP's own refusals (missing Host,
  *    unmet Expect); then, on a route that takes a key, the key (from
- *    memory, or looked up);
+ *    memory, or looked up) and, for a request that sends a body, its
+ *    tenant's slots;
  * 2. the body reader (body-parser.ts) runs between these two: it reads the
  *    body of a request with a valid key only; any other request is answered
  *    without reading it, and when the body has not all arrived by then the
@@ -106,8 +118,8 @@ export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, 
     startRequest(layer, request, reply);
     const refusal = protocolRefusal(request);
     if (refusal) return answerInHook(request, reply, refusal, true);
-    const authenticating = authenticateBeforeBody(layer, request, dbStatementTimeoutMs);
-    if (authenticating) void authenticating.then(() => done());
+    const admitting = admitBeforeBody(layer, request, dbStatementTimeoutMs);
+    if (admitting) void admitting.then(() => done());
     else done();
   });
   fastify.addHook('preHandler', (request, _reply, done) => {
