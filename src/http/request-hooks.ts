@@ -102,9 +102,10 @@ function announcesBody(request: FastifyRequest): boolean {
  *    without reading it, and when the body has not all arrived by then the
  *    answer closes the connection, so a slow or endless body is not waited for;
  * 3. `preHandler`: the request's database scope (every query of the
- *    request, the key lookup too, ends by one deadline counted from here,
- *    once the body is read: a slow upload is the request timeout's to
- *    bound, not the database's — docs/decisions.md, "Timeouts"); then Nest
+ *    handler ends by one deadline counted from here, once the body is read:
+ *    a slow upload is the request timeout's to bound, not the database's —
+ *    docs/decisions.md, "Timeouts"; the key lookup, before the body, had a
+ *    deadline of its own in step 1); then Nest
  *    runs guards → interceptors → pipe → handler → filter inside it;
  * 4. `onSend`: the answer, success or error, is on its way, so the handler
  *    has finished: the tenant's concurrency slots are given back; a body
