@@ -258,6 +258,37 @@ describe("an authenticated client's slow bodies hold its own key's and organizat
   });
 });
 
+describe('a client that hangs up while its request waits for its tenant\'s slots, before its body', () => {
+  let t: TestApp;
+  let port: number;
+  const held: Held[] = [];
+  beforeAll(async () => {
+    t = await createTestApp({ keyConcurrency: 1, orgConcurrency: 1 });
+    port = await listen(t);
+  });
+  afterAll(async () => {
+    for (const { socket } of held) socket.destroy();
+    await t.close();
+  });
+
+  it('gives the slots back once it gets them: the tenant is served again', async () => {
+    const org = await createOrg(t.app);
+    const guard = t.app.get(TenantConcurrencyGuard);
+    const first = await hold(port, '127.0.0.2', slowPost(org.auth));
+    held.push(first);
+    await until(() => guard.keys.held(org.keyId) === 1);
+    const waiting = await hold(port, '127.0.0.2', slowPost(org.auth));
+    held.push(waiting);
+    await settle();
+    // the waiting one leaves, then the first one: the slot passes to the waiter, whose client is gone
+    waiting.socket.destroy();
+    await waiting.closed;
+    first.socket.destroy();
+    await until(() => guard.keys.held(org.keyId) === 0 && guard.orgs.held(org.orgId) === 0);
+    expect(await get(port, '127.0.0.3', '/api/v1/org', { authorization: org.auth })).toBe(200);
+  });
+});
+
 /** A POST to a route that reads a body, its headers announcing 100 KB and only the first byte sent. */
 function slowPost(authorization?: string): string {
   const auth = authorization ? `Authorization: ${authorization}\r\n` : '';

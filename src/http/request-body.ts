@@ -43,6 +43,9 @@ function decoder(encoding: string): Transform | null {
  * before decompression.
  */
 export function readBody(payload: Readable, headers: IncomingHttpHeaders, limit = MAX_BODY_BYTES, received?: (bytes: number) => void): Promise<Buffer> {
+  // the client hung up while the request waited before its body (its key's lookup, its tenant's
+  // slots): the stream's error is gone already, and no 'end' or 'error' would ever come
+  if (payload.destroyed) return Promise.reject(cutOff());
   const encoding = String(headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   let source: Readable = payload;
   if (encoding !== 'identity') {
