@@ -140,7 +140,7 @@ function cronSetting(env: Env, name: string, fallback: string): string | null {
  * `TRUSTED_PROXIES=10.0.0.0/8,192.168.1.7`: addresses and CIDR ranges, IPv4
  * or IPv6. Empty or `off`: no proxy is trusted.
  */
-export function parseTrustedProxies(raw: string | undefined): string[] {
+function parseTrustedProxies(raw: string | undefined): string[] {
   const value = raw?.trim() ?? '';
   if (value === '' || ['off', 'false', 'none'].includes(value.toLowerCase())) return [];
   return value.split(',').map((entry) => {
