@@ -2,6 +2,8 @@ import { RequestMethod, type INestApplication, type NestApplicationOptions } fro
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
 import type { AppLogger } from './common/logger';
+import { AuthenticationGuard } from './auth/authentication.guard';
+import { TenantConcurrencyGuard } from './common/tenant-concurrency';
 import { Metrics } from './metrics/metrics';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { API_PREFIX } from './common/api-paths';
@@ -36,6 +38,10 @@ export function configureApp(app: INestApplication, logger: AppLogger): RequestT
   const layer = httpLayerOf(fastify);
   layer.logger = logger;
   layer.metrics = app.get(Metrics);
+  const authentication = app.get(AuthenticationGuard);
+  layer.authenticate = (request) => authentication.authenticate(request);
+  const tenants = app.get(TenantConcurrencyGuard);
+  layer.admit = (request) => tenants.admit(request);
   const routes: ServedRoute[] = [];
   SERVED_ROUTES.set(app, routes);
   fastify.addHook('onRoute', (route) => {
@@ -45,7 +51,7 @@ export function configureApp(app: INestApplication, logger: AppLogger): RequestT
     }
   });
   installRequestHooks(fastify, layer, app.get<AppConfig>(APP_CONFIG).dbStatementTimeoutMs);
-  installBodyParser(fastify);
+  installBodyParser(fastify, layer.connections);
 
   // the probes are not part of the v1 API: an orchestrator finds them at /healthz and /readyz
   app.setGlobalPrefix(API_PREFIX, { exclude: PROBE_PATHS.map((path) => ({ path, method: RequestMethod.GET })) });

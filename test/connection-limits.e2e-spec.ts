@@ -1,6 +1,9 @@
 import { request as httpRequest } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
-import { createOrg } from './support/factories';
+import type { FastifyInstance } from 'fastify';
+import { TenantConcurrencyGuard } from '../src/common/tenant-concurrency';
+import { httpLayerOf } from '../src/http/adapter';
+import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
@@ -102,10 +105,12 @@ describe('more idle connections than HTTP_MAX_CONNECTIONS from one address', () 
 describe('HTTP_MAX_CONNECTIONS_PER_ADDRESS', () => {
   let t: TestApp;
   let port: number;
+  let auth: string;
   const held: Held[] = [];
   beforeAll(async () => {
-    t = await createTestApp({ httpMaxConnections: 8, httpMaxConnectionsPerAddress: 3 });
+    t = await createTestApp({ httpMaxConnections: 8, httpMaxConnectionsPerAddress: 3, httpBodyGraceMs: 600_000 });
     port = await listen(t);
+    auth = (await createOrg(t.app)).auth;
   });
   afterAll(async () => {
     for (const { socket } of held) socket.destroy();
@@ -121,13 +126,12 @@ describe('HTTP_MAX_CONNECTIONS_PER_ADDRESS', () => {
   });
 
   it('a new connection from an address whose connections are all answering requests is refused; other addresses are served', async () => {
-    // bodies announced and never sent: each connection is answering its request until the request timeout
+    // keyed bodies announced and not sent, within the body-progress budget (a long grace here):
+    // each connection is answering its request
     const busy: Held[] = [];
-    for (let i = 0; i < 3; i++) {
-      busy.push(await hold(port, '127.0.0.4', `POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`));
-    }
+    for (let i = 0; i < 3; i++) busy.push(await hold(port, '127.0.0.4', slowPost(auth)));
     held.push(...busy);
-    await settle();
+    await until(() => httpLayerOf(fastifyOf(t)).connections.counts.bodies === 3);
     const refused = await get(port, '127.0.0.4', '/healthz');
     expect(refused).toMatch(/ECONNRESET|socket hang up|EPIPE/);
     expect(busy.every((h) => !h.isClosed())).toBe(true);
@@ -135,3 +139,178 @@ describe('HTTP_MAX_CONNECTIONS_PER_ADDRESS', () => {
     expect(t.logs.join('')).toContain('connection refused: HTTP_MAX_CONNECTIONS_PER_ADDRESS');
   });
 });
+
+describe('slow bodies without a key', () => {
+  let t: TestApp;
+  let port: number;
+  let auth: string;
+  const held: Held[] = [];
+  beforeAll(async () => {
+    t = await createTestApp({ httpMaxConnections: 8, httpMaxConnectionsPerAddress: 4 });
+    port = await listen(t);
+    auth = (await createOrg(t.app)).auth;
+  });
+  afterAll(async () => {
+    for (const { socket } of held) socket.destroy();
+    await t.close();
+  });
+
+  it('are answered from their headers at once and their connections closed; /healthz and a valid key are answered throughout', async () => {
+    const requests = [
+      slowPost(),
+      slowPost('Bearer svc_live_this-key-does-not-exist-0000000000000'),
+      slowPost('Bearer malformed'),
+      // a public route does not read bodies either
+      'GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"a',
+    ];
+    for (let round = 0; round < 5; round++) {
+      for (const head of requests) {
+        const connection = await hold(port, '127.0.0.2', head);
+        held.push(connection);
+        const answer = await answerOn(connection);
+        expect(answer).toMatch(head.startsWith('GET /healthz') ? /^HTTP\/1\.1 200 / : /^HTTP\/1\.1 401 /);
+        expect(answer.toLowerCase()).toContain('connection: close');
+        await connection.closed;
+      }
+      expect(await get(port, '127.0.0.3', '/healthz')).toBe(200);
+      expect(await get(port, '127.0.0.3', '/api/v1/org', { authorization: auth })).toBe(200);
+      expect(await get(port, '127.0.0.2', '/healthz')).toBe(200);
+    }
+    expect(httpLayerOf(fastifyOf(t)).connections.counts.open).toBeLessThanOrEqual(1);
+  });
+
+  it('are never decompressed or parsed: a corrupt gzip body or invalid JSON without a key is a 401, with a key a 422', async () => {
+    const corrupt = { 'content-type': 'application/json', 'content-encoding': 'gzip' };
+    const send = (headers: Record<string, string>, body: string) => t.http.post('/api/v1/agents').set(headers).send(body);
+    const gzipWithout = await send(corrupt, 'not gzip at all');
+    expect(gzipWithout.status).toBe(401);
+    expect(gzipWithout.body.error.code).toBe('unauthorized');
+    expect((await send({ 'content-type': 'application/json' }, '{"handle": ')).status).toBe(401);
+    expect((await send({ ...corrupt, authorization: auth }, 'not gzip at all')).status).toBe(422);
+    expect((await send({ 'content-type': 'application/json', authorization: auth }, '{"handle": ')).status).toBe(422);
+  });
+});
+
+describe('slow bodies with a key', () => {
+  let t: TestApp;
+  let port: number;
+  let org: TestOrg;
+  const held: Held[] = [];
+  beforeAll(async () => {
+    // a short grace so that the test need not wait long; the rate is the default
+    t = await createTestApp({ httpMaxConnections: 8, httpMaxConnectionsPerAddress: 8, httpBodyGraceMs: 100, orgConcurrency: 10, keyConcurrency: 10 });
+    port = await listen(t);
+    org = await createOrg(t.app);
+  });
+  afterAll(async () => {
+    for (const { socket } of held) socket.destroy();
+    await t.close();
+  });
+
+  it('count as busy only within the body-progress budget: past it, the oldest is closed to let a new connection in', async () => {
+    const slow: Held[] = [];
+    for (let i = 0; i < 8; i++) slow.push(await hold(port, '127.0.0.2', slowPost(org.auth)));
+    held.push(...slow);
+    const connections = httpLayerOf(fastifyOf(t)).connections;
+    await until(() => connections.counts.bodies === 8);
+    // every body started before this: after the grace (and a millisecond per KiB sent) it is behind its budget
+    await new Promise((resolve) => setTimeout(resolve, 100 + 50));
+    expect(await get(port, '127.0.0.3', '/healthz')).toBe(200);
+    expect(await get(port, '127.0.0.3', '/api/v1/org', { authorization: org.auth })).toBe(200);
+    await settle();
+    // one closed per new connection that found no room (the first one's may have closed before the second came)
+    const closed = slow.filter((h) => h.isClosed()).length;
+    expect(closed).toBeGreaterThanOrEqual(1);
+    expect(slow.map((h) => h.isClosed())).toEqual([...Array(closed).fill(true), ...Array(8 - closed).fill(false)]);
+  });
+});
+
+describe("an authenticated client's slow bodies hold its own key's and organization's slots", () => {
+  let t: TestApp;
+  let port: number;
+  const held: Held[] = [];
+  beforeAll(async () => {
+    t = await createTestApp({ keyConcurrency: 2, orgConcurrency: 3, dbStatementTimeoutMs: 200 });
+    port = await listen(t);
+  });
+  afterAll(async () => {
+    for (const { socket } of held) socket.destroy();
+    await t.close();
+  });
+
+  it('a key with two slow bodies waits for its own slots (then 503, its body unread); its organization\'s other key and other organizations are served', async () => {
+    const org = await createOrg(t.app);
+    const other = await createOrg(t.app);
+    const guard = t.app.get(TenantConcurrencyGuard);
+    const second = await org.key(['org:read']);
+    for (let i = 0; i < 2; i++) held.push(await hold(port, '127.0.0.2', slowPost(org.auth)));
+    await until(() => guard.keys.held(org.keyId) === 2);
+    const third = await hold(port, '127.0.0.2', slowPost(org.auth));
+    held.push(third);
+    const answer = await answerOn(third);
+    expect(answer).toMatch(/^HTTP\/1\.1 503 /);
+    expect(answer.toLowerCase()).toContain('connection: close');
+    expect(httpLayerOf(fastifyOf(t)).connections.counts.bodies).toBe(2);
+    expect(await get(port, '127.0.0.3', '/api/v1/org', { authorization: second.auth })).toBe(200);
+    expect(await get(port, '127.0.0.3', '/api/v1/org', { authorization: other.auth })).toBe(200);
+    expect(await get(port, '127.0.0.3', '/healthz')).toBe(200);
+    expect(guard.orgs.held(org.orgId)).toBe(2);
+  });
+});
+
+describe('a client that hangs up while its request waits for its tenant\'s slots, before its body', () => {
+  let t: TestApp;
+  let port: number;
+  const held: Held[] = [];
+  beforeAll(async () => {
+    t = await createTestApp({ keyConcurrency: 1, orgConcurrency: 1 });
+    port = await listen(t);
+  });
+  afterAll(async () => {
+    for (const { socket } of held) socket.destroy();
+    await t.close();
+  });
+
+  it('gives the slots back once it gets them: the tenant is served again', async () => {
+    const org = await createOrg(t.app);
+    const guard = t.app.get(TenantConcurrencyGuard);
+    const first = await hold(port, '127.0.0.2', slowPost(org.auth));
+    held.push(first);
+    await until(() => guard.keys.held(org.keyId) === 1);
+    const waiting = await hold(port, '127.0.0.2', slowPost(org.auth));
+    held.push(waiting);
+    await settle();
+    // the waiting one leaves, then the first one: the slot passes to the waiter, whose client is gone
+    waiting.socket.destroy();
+    await waiting.closed;
+    first.socket.destroy();
+    await until(() => guard.keys.held(org.keyId) === 0 && guard.orgs.held(org.orgId) === 0);
+    expect(await get(port, '127.0.0.3', '/api/v1/org', { authorization: org.auth })).toBe(200);
+  });
+});
+
+/** A POST to a route that reads a body, its headers announcing 100 KB and only the first byte sent. */
+function slowPost(authorization?: string): string {
+  const auth = authorization ? `Authorization: ${authorization}\r\n` : '';
+  return `POST /api/v1/agents HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`;
+}
+
+/** The answer's status line and headers on a held connection. */
+function answerOn(held: Held): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    held.socket.on('data', (chunk) => {
+      text += chunk;
+      if (text.includes('\r\n\r\n')) resolve(text.slice(0, text.indexOf('\r\n\r\n')));
+    });
+  });
+}
+
+/** Waits, a few milliseconds at a time, until the server reaches the state under test. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+function fastifyOf(t: TestApp): FastifyInstance {
+  return t.app.getHttpAdapter().getInstance() as FastifyInstance;
+}

@@ -100,9 +100,10 @@ describe('malformed JSON → 422 validation_failed saying the body is not valid 
     expect(res.body.error.details).toEqual({ fields: { body: ['is not valid JSON'] } });
   });
 
-  test('the parser rejects it before authentication: no key needed to learn the body is bad', async () => {
-    const res = await t.http.post('/api/v1/org').set('Content-Type', 'application/json').send('{bad');
-    expectError(res, 422, 'validation_failed');
+  test('only once the key is valid: without one the body is never parsed (401 on a route that takes a key, 404 on an unknown path)', async () => {
+    expectError(await t.http.post('/api/v1/agents').set('Content-Type', 'application/json').send('{bad'), 401, 'unauthorized');
+    expectError(await t.http.post('/api/v1/org').set('Content-Type', 'application/json').send('{bad'), 404, 'not_found');
+    expectError(await t.http.post('/api/v1/agents').set('Authorization', org.auth).set('Content-Type', 'application/json').send('{bad'), 422, 'validation_failed');
   });
 
   test('a JSON body that is not an object → 422 naming the body', async () => {

@@ -267,13 +267,15 @@ describe('hostile input, generated from the served /openapi.json', () => {
   describe('oversized and deeply nested JSON', () => {
     const oversized = JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) });
 
-    it('answers 413 payload_too_large to a body over 1 MiB on every operation, with or without Content-Length', async () => {
+    it('answers 413 payload_too_large to a body over 1 MiB on every operation that takes a key, with or without Content-Length; a public one reads no body', async () => {
       for (const op of operations) {
         const path = PREFIX + fillPath(op.path, Object.fromEntries(pathParams(op).map((p) => [p.name, 'x'])));
         const res = await send(server, op.method, path, jsonHeaders(orgA.auth), oversized);
         expectContract(null, res, `${op.method} ${op.path} with 1 MiB + 10 bytes`);
-        expect({ op: op.path, status: res.status }).toEqual({ op: op.path, status: 413 });
-        expect((json(res.text) as { error: { code: string } }).error.code).toBe('payload_too_large');
+        // a body is read only once a valid key was found for it: a public operation answers from the headers
+        const expected = op.security ? 413 : 200;
+        expect({ op: op.path, status: res.status }).toEqual({ op: op.path, status: expected });
+        if (op.security) expect((json(res.text) as { error: { code: string } }).error.code).toBe('payload_too_large');
       }
       const chunked = await sendRaw(
         server,

@@ -149,9 +149,12 @@ describe('http_requests_total and http_request_duration_seconds: by method, rout
 describe('a request cut by the request timeout (408): counted once, like any answer', () => {
   let slow: TestApp;
   let port: number;
+  let auth: string;
   beforeAll(async () => {
     // Node's shortest: checked every second, so a cut comes 1–2 s after the request began
     slow = await createTestApp({ metricsPort: 0, host: '127.0.0.1', httpRequestTimeoutMs: 1000, httpHeadersTimeoutMs: 1000 });
+    // only a request with a valid key has its body read (and waited for)
+    auth = (await createOrg(slow.app)).auth;
     await slow.app.listen(0, '127.0.0.1');
     port = (slow.app.getHttpServer().address() as AddressInfo).port;
   });
@@ -184,7 +187,7 @@ describe('a request cut by the request timeout (408): counted once, like any ans
   test('a body that stalls: its method, route template and 408, and its one log line has the request line\'s fields', async () => {
     let answer = '';
     const moved = await httpCountsMoved(async () => {
-      answer = await stall('POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nX-Request-ID: cut-body\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"handle":');
+      answer = await stall(`POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nX-Request-ID: cut-body\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"handle":`);
     });
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
     expect(moved).toEqual({ 'POST /api/v1/agents 408': 1 });

@@ -3,6 +3,7 @@ import { ApiExtension, ApiSecurity } from '@nestjs/swagger';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { ApiErrors, COMMON_AUTH_ERRORS } from '../common/openapi';
 import type { AuthContext, RequestContext } from '../common/request-context';
+import { TakesKeyRoute } from '../http/route-flags';
 import type { Scope } from './scopes';
 
 export const REQUIRED_SCOPE = 'auth:required-scope';
@@ -12,11 +13,13 @@ export const BEARER_SCHEME = 'bearer';
 
 /**
  * The one declaration an authenticated endpoint makes: the scope it needs.
- * It also documents the security requirement and the common auth errors.
+ * It also documents the security requirement and the common auth errors,
+ * and tells the HTTP layer to check the key before the body is read.
  */
 export function RequireScope(scope: Scope) {
   return applyDecorators(
     SetMetadata(REQUIRED_SCOPE, scope),
+    TakesKeyRoute(),
     ApiSecurity(BEARER_SCHEME, [scope]),
     ApiExtension('x-required-scope', scope),
     ApiErrors(...COMMON_AUTH_ERRORS),

@@ -1,7 +1,10 @@
-import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { ApiError, ErrorCode } from '../common/api-error';
 import type { RequestContext } from '../common/request-context';
-import { RateLimitHeaders } from '../rate-limit/rate-limit.guard';
-import { RateLimiter } from '../rate-limit/rate-limiter';
+import { KeyedSlots } from '../common/tenant-concurrency';
+import { APP_CONFIG, type AppConfig } from '../config/config';
+import { remainingMs } from '../database/request-scope';
+import { clientKey, RateLimiter } from '../rate-limit/rate-limiter';
 import { ApiKeysService, AuthenticationFailure } from './api-keys.service';
 import { RouteAccess } from './route-access';
 
@@ -9,47 +12,81 @@ import { RouteAccess } from './route-access';
  * The first of the three access guards (registered in order in
  * app.module.ts): who is calling. Sets `request.auth` for a valid key, or
  * `request.authFailure` for a missing or bad one; it refuses nothing itself
- * but one thing: a client whose budget for bad keys this instance already
- * knows to be spent, with a token that was not a valid key lately, gets its
- * 429 here, before the lookup, so that a refused guess costs no query
- * (docs/decisions.md). The 401 comes from the authorization guard, after the
- * rate-limit guard counted the request, so key guessing is throttled.
+ * (the 401 comes from the authorization guard, after the rate-limit guard
+ * counted the request, so key guessing is throttled).
+ *
+ * The key is checked once per request, by {@link authenticate}: the HTTP
+ * layer calls it before the body is read (src/http/request-hooks.ts), so
+ * that only a request with a valid key has its body read; the guard then
+ * reads what it found. A token this instance does not know is always looked
+ * up, whatever its client's budget for wrong keys: a valid key is served
+ * whatever its address spent (docs/decisions.md, "Rate limits").
  *
  * Synchronous when the key is known in memory (valid or not): Nest awaits
  * only a guard that returns a promise.
  */
 @Injectable()
 export class AuthenticationGuard implements CanActivate {
+  /**
+   * Lookups for a client whose budget for wrong keys is spent run one at a
+   * time per client address: its guesses hold at most one pool connection.
+   */
+  private readonly spentClientLookups = new KeyedSlots(1);
+
   constructor(
     private readonly access: RouteAccess,
     private readonly keys: ApiKeysService,
     private readonly limiter: RateLimiter,
-    private readonly rateLimitHeaders: RateLimitHeaders,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     if (this.access.isOpen(context)) return true;
-    const http = context.switchToHttp();
-    const request = http.getRequest<RequestContext>();
-    const caller = this.keys.authenticateFromMemory(request.headers.authorization);
-    if (caller !== undefined) return this.identify(request, caller);
-    if (!this.keys.wasValidLately(request.headers.authorization)) {
-      const refused = this.limiter.refusedClient(request.socket?.remoteAddress);
-      if (refused) this.rateLimitHeaders.apply(http.getResponse<unknown>(), refused);
-    }
-    // within the request's database deadline (set around the pipeline), which the handler's queries share
-    return this.keys.authenticate(request.headers.authorization).then(
-      (auth) => this.identify(request, auth),
-      (error: unknown) => {
-        if (error instanceof AuthenticationFailure) return this.identify(request, error);
-        throw error;
-      },
-    );
+    const request = context.switchToHttp().getRequest<RequestContext>();
+    if (request.authError !== undefined) throw request.authError;
+    if (request.auth !== undefined || request.authFailure !== undefined) return true;
+    const pending = this.authenticate(request);
+    return pending === undefined ? true : pending.then(() => true);
   }
 
-  private identify(request: RequestContext, caller: RequestContext['auth'] | AuthenticationFailure): true {
-    if (caller instanceof AuthenticationFailure) request.authFailure = caller;
-    else request.auth = caller;
-    return true;
+  /**
+   * Who is calling: sets `request.auth` or `request.authFailure`; a promise
+   * when the key must be looked up, which rejects only when the lookup
+   * cannot be made (the database, or the queue of a spent client: 503).
+   */
+  authenticate(request: RequestContext): Promise<void> | undefined {
+    const authorization = request.headers.authorization;
+    const known = this.keys.authenticateFromMemory(authorization);
+    if (known !== undefined) return void identify(request, known);
+    // within the request's database deadline (the HTTP layer sets one around this call)
+    const lookup = () =>
+      this.keys.authenticate(authorization).then(
+        (auth) => identify(request, auth),
+        (error: unknown) => {
+          if (error instanceof AuthenticationFailure) return identify(request, error);
+          throw error;
+        },
+      );
+    const address = request.ip ?? request.socket?.remoteAddress;
+    if (this.keys.wasValidLately(authorization) || !this.limiter.isSpent(address)) return lookup();
+    return this.spentClientLookups.acquire(clientKey(address), remainingMs() ?? this.config.dbStatementTimeoutMs).then((release) => {
+      if (!release) throw lookupsBusy();
+      return lookup().finally(release);
+    });
   }
+}
+
+function identify(request: RequestContext, caller: RequestContext['auth'] | AuthenticationFailure): void {
+  if (caller instanceof AuthenticationFailure) request.authFailure = caller;
+  else request.auth = caller;
+}
+
+/** The queue of a spent client's lookups did not move within the request's deadline: a capacity answer, like a busy tenant's. */
+function lookupsBusy(): ApiError {
+  return new ApiError(
+    ErrorCode.ServiceUnavailable,
+    'Too many API keys from this address are waiting to be checked; retry shortly.',
+    undefined,
+    { 'Retry-After': '1' },
+  );
 }

@@ -26,8 +26,12 @@ export interface RequestContext {
   auth?: AuthContext;
   /** set by the authentication guard for a missing or bad key; the authorization guard answers it (401) */
   authFailure?: AuthenticationFailure;
+  /** set when the key could not be checked at all (the database): the authentication guard throws it */
+  authError?: unknown;
   /** set by the tenant concurrency guard (common/tenant-concurrency.ts); called once the answer is sent */
   releaseTenantSlots?: () => void;
+  /** the 503 of a tenant whose slots stayed busy, found before the body was read; the tenant concurrency guard throws it */
+  tenantRefusal?: unknown;
   /** the body bytes as received (decoded), for idempotency fingerprints */
   rawBody?: Buffer;
   body?: unknown;
@@ -38,6 +42,11 @@ export interface RequestContext {
   /** path and query as received */
   url: string;
   socket?: { remoteAddress?: string };
+  /**
+   * the client's address: the connection's own, or, for a connection from a
+   * proxy listed in TRUSTED_PROXIES, the one its X-Forwarded-For names
+   */
+  ip?: string;
 }
 
 export const REQUEST_ID_HEADER = 'X-Request-ID';

@@ -87,9 +87,11 @@ function once(fn: () => void): () => void {
  * The key's slot is taken first, then the organization's: one order, no cycle.
  *
  * The last guard (app.module.ts), so only a request that may run takes
- * slots; they are given back when its answer is sent, whatever it is (the
- * `onSend` hook, src/http/request-hooks.ts), which is when its handler has
- * finished with the database. Synchronous while the tenant has free slots:
+ * slots — except a request that sends a body, which takes them before its
+ * body is read (its body may be slow to arrive: it then holds its own
+ * tenant's slots); they are given back when its answer is sent, whatever it
+ * is (the `onSend` hook, src/http/request-hooks.ts), which is when its
+ * handler has finished with the database. Synchronous while the tenant has free slots:
  * Nest awaits only a guard that returns a promise.
  */
 @Injectable()
@@ -107,9 +109,25 @@ export class TenantConcurrencyGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): true | Promise<true> {
     const request = context.switchToHttp().getRequest<RequestContext>();
-    const auth = request.auth;
     // public routes (the access guards before this one refused every other request without a key)
-    if (!auth) return true;
+    if (!request.auth) return true;
+    // refused, or admitted, before its body was read (admit, called by the HTTP layer)
+    if (request.tenantRefusal !== undefined) throw request.tenantRefusal;
+    if (request.releaseTenantSlots) return true;
+    const admitted = this.admit(request);
+    return admitted === undefined ? true : admitted.then(() => true);
+  }
+
+  /**
+   * Takes the key's slot, then the organization's, for a request with a
+   * valid key: at once while the tenant has free slots (undefined), else a
+   * promise that waits in the tenant's queue and rejects with the 503. The
+   * HTTP layer calls it before reading a body (src/http/request-hooks.ts),
+   * so a body still arriving holds its own tenant's slots, not everyone's
+   * connections; the guard calls it for any other request.
+   */
+  admit(request: RequestContext): Promise<void> | undefined {
+    const auth = request.auth!;
     const key = this.keys.tryAcquire(auth.keyId);
     if (key) return this.enterOrganization(request, auth.orgId, key);
     return this.keys.acquire(auth.keyId, this.waitMs()).then((waited) => {
@@ -121,7 +139,7 @@ export class TenantConcurrencyGuard implements CanActivate {
     });
   }
 
-  private enterOrganization(request: RequestContext, orgId: string, key: () => void): true | Promise<true> {
+  private enterOrganization(request: RequestContext, orgId: string, key: () => void): Promise<void> | undefined {
     const org = this.orgs.tryAcquire(orgId);
     if (org) return this.hold(request, org, key);
     return this.orgs.acquire(orgId, this.waitMs()).then((waited) => {
@@ -134,12 +152,12 @@ export class TenantConcurrencyGuard implements CanActivate {
     });
   }
 
-  private hold(request: RequestContext, org: () => void, key: () => void): true {
+  private hold(request: RequestContext, org: () => void, key: () => void): undefined {
     request.releaseTenantSlots = () => {
       org();
       key();
     };
-    return true;
+    return undefined;
   }
 
   private waitMs(): number {

@@ -64,6 +64,12 @@ describe('a bad setting is a ConfigError naming it', () => {
     [{ HTTP_MAX_CONNECTIONS: '0' }, /^HTTP_MAX_CONNECTIONS must be between 1 and/],
     [{ HTTP_MAX_CONNECTIONS_PER_ADDRESS: '0' }, /^HTTP_MAX_CONNECTIONS_PER_ADDRESS must be between 1 and/],
     [{ RATE_LIMIT_REDIS_WAIT_MS: '0' }, /^RATE_LIMIT_REDIS_WAIT_MS must be between 1 and 5000/],
+    [{ HTTP_BODY_MIN_BYTES_PER_SECOND: '0' }, /^HTTP_BODY_MIN_BYTES_PER_SECOND must be between 1 and/],
+    [{ HTTP_BODY_GRACE_MS: '5s' }, /^HTTP_BODY_GRACE_MS must be an integer/],
+    [{ TRUSTED_PROXIES: 'balancer.internal' }, /^TRUSTED_PROXIES must be IP addresses or CIDR ranges .*got "balancer.internal"$/],
+    [{ TRUSTED_PROXIES: '10.0.0.0/33' }, /^TRUSTED_PROXIES must be .*got "10.0.0.0\/33"$/],
+    [{ TRUSTED_PROXIES: '10.0.0.1,,10.0.0.2' }, /^TRUSTED_PROXIES must be/],
+    [{ TRUSTED_PROXIES: '10.0.0.0/8/1' }, /^TRUSTED_PROXIES must be/],
     [{ SHUTDOWN_DRAIN_DELAY_MS: '-1' }, /^SHUTDOWN_DRAIN_DELAY_MS must be an integer/],
     [{ SHUTDOWN_TIMEOUT_MS: '99' }, /^SHUTDOWN_TIMEOUT_MS must be between 100 and/],
   ])('%j', (env, pattern) => {
@@ -85,6 +91,14 @@ describe('a bad setting is a ConfigError naming it', () => {
     ['0', 0],
   ])('METRICS_PORT=%j is %j', (raw, expected) => {
     expect(loadConfig({ PGLITE_DIR: 'memory', METRICS_PORT: raw }).metricsPort).toBe(expected);
+  });
+  test.each([
+    [undefined, []],
+    ['', []],
+    ['off', []],
+    ['10.0.0.0/8, 192.168.1.7 ,fd00::/8,::1', ['10.0.0.0/8', '192.168.1.7', 'fd00::/8', '::1']],
+  ])('TRUSTED_PROXIES=%j is %j (off by default)', (raw, expected) => {
+    expect(loadConfig({ PGLITE_DIR: 'memory', TRUSTED_PROXIES: raw }).trustedProxies).toEqual(expected);
   });
   test('METRICS_PORT=0 beside PORT=0 is fine (two free ports)', () => {
     expect(loadConfig({ PGLITE_DIR: 'memory', PORT: '0', METRICS_PORT: '0' }).metricsPort).toBe(0);

@@ -1,5 +1,6 @@
 import { validateCronExpression } from 'cron';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { newSecretKey, parseKey32 } from '../../libs/crypto/crypto';
 
@@ -53,6 +54,18 @@ export interface AppConfig {
   httpMaxConnections: number;
   /** open connections at most from one client address (an IPv6 /64 counts as one), idle ones shed first like at the cap */
   httpMaxConnectionsPerAddress: number;
+  /**
+   * the body-progress budget: a connection still sending its body counts as busy only while the
+   * body has arrived at this rate (bytes per second) on average, after a first grace period
+   */
+  httpBodyMinBytesPerSecond: number;
+  /** the body-progress budget's grace period, from when the body starts being read */
+  httpBodyGraceMs: number;
+  /**
+   * proxies (addresses or CIDR ranges) whose `X-Forwarded-For` names the client address the rate
+   * limits count; empty (the default): the connection's own address, whatever the header says
+   */
+  trustedProxies: string[];
   /** how long a request waits for Redis's rate-limit count before it is decided from this instance's memory */
   rateLimitRedisWaitMs: number;
   /** after SIGTERM/SIGINT: how long /readyz answers 503 while everything else is still served */
@@ -83,7 +96,10 @@ export const DEFAULT_HTTP_LIMITS = {
   httpHeadersTimeoutMs: 15_000,
   httpMaxConnections: 1000,
   httpMaxConnectionsPerAddress: 500,
-} as const;
+  httpBodyMinBytesPerSecond: 1024,
+  httpBodyGraceMs: 5000,
+  trustedProxies: [] as string[],
+};
 
 /** What Redis trouble may add to a request at most (docs/decisions.md, "Redis trouble"). */
 export const DEFAULT_RATE_LIMIT_REDIS_WAIT_MS = 25;
@@ -118,6 +134,25 @@ function cronSetting(env: Env, name: string, fallback: string): string | null {
   const { valid, error } = validateCronExpression(raw.trim());
   if (!valid) throw new ConfigError(`${name} is not a valid cron expression (${error?.message ?? 'invalid'}), got "${raw}"`);
   return raw.trim();
+}
+
+/**
+ * `TRUSTED_PROXIES=10.0.0.0/8,192.168.1.7`: addresses and CIDR ranges, IPv4
+ * or IPv6. Empty or `off`: no proxy is trusted.
+ */
+function parseTrustedProxies(raw: string | undefined): string[] {
+  const value = raw?.trim() ?? '';
+  if (value === '' || ['off', 'false', 'none'].includes(value.toLowerCase())) return [];
+  return value.split(',').map((entry) => {
+    const [address, prefix, ...rest] = entry.trim().split('/');
+    const family = isIP(address);
+    const maxPrefix = family === 4 ? 32 : 128;
+    const validPrefix = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= maxPrefix);
+    if (family === 0 || !validPrefix || rest.length > 0) {
+      throw new ConfigError(`TRUSTED_PROXIES must be IP addresses or CIDR ranges separated by commas (e.g. "10.0.0.0/8,192.168.1.7"), got "${entry.trim()}"`);
+    }
+    return entry.trim();
+  });
 }
 
 /**
@@ -257,6 +292,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<AppConfig>
     httpHeadersTimeoutMs: intSetting(env, 'HTTP_HEADERS_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.httpHeadersTimeoutMs, 1000, 3_600_000),
     httpMaxConnections: intSetting(env, 'HTTP_MAX_CONNECTIONS', DEFAULT_HTTP_LIMITS.httpMaxConnections, 1, 1_000_000),
     httpMaxConnectionsPerAddress: intSetting(env, 'HTTP_MAX_CONNECTIONS_PER_ADDRESS', DEFAULT_HTTP_LIMITS.httpMaxConnectionsPerAddress, 1, 1_000_000),
+    httpBodyMinBytesPerSecond: intSetting(env, 'HTTP_BODY_MIN_BYTES_PER_SECOND', DEFAULT_HTTP_LIMITS.httpBodyMinBytesPerSecond, 1, 1_048_576),
+    httpBodyGraceMs: intSetting(env, 'HTTP_BODY_GRACE_MS', DEFAULT_HTTP_LIMITS.httpBodyGraceMs, 100, 3_600_000),
+    trustedProxies: parseTrustedProxies(env.TRUSTED_PROXIES),
     rateLimitRedisWaitMs: intSetting(env, 'RATE_LIMIT_REDIS_WAIT_MS', DEFAULT_RATE_LIMIT_REDIS_WAIT_MS, 1, 5000),
     shutdownDrainDelayMs: intSetting(env, 'SHUTDOWN_DRAIN_DELAY_MS', 5000, 0, 600_000),
     shutdownTimeoutMs: intSetting(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),

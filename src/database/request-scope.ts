@@ -48,8 +48,9 @@ export function openTransaction(): OpenTransaction | null {
 const REQUEST_DATABASE_MARGIN_MS = 500;
 
 /**
- * The database scope of a request from `startedAt` (its body read): the key
- * lookup of the authentication step and the handler share one budget.
+ * The database scope of a request from `startedAt`: from its body read for
+ * the handler, from its headers for the key lookup before the body (one
+ * budget each).
  */
 function requestDatabaseScope(startedAt: number, statementTimeoutMs: number): DatabaseScope {
   return { deadline: startedAt + statementTimeoutMs + REQUEST_DATABASE_MARGIN_MS, transaction: null };

@@ -4,6 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError, ErrorCode } from '../common/api-error';
 import type { AppLogger } from '../common/logger';
+import type { RequestContext } from '../common/request-context';
 import { parseQueryString } from '../common/request-context';
 import { DEFAULT_HTTP_LIMITS, type AppConfig } from '../config/config';
 import type { Metrics } from '../metrics/metrics';
@@ -15,7 +16,13 @@ import { RequestTracker } from './request-tracker';
 
 export type HttpLimits = Pick<
   AppConfig,
-  'httpRequestTimeoutMs' | 'httpHeadersTimeoutMs' | 'httpMaxConnections' | 'httpMaxConnectionsPerAddress'
+  | 'httpRequestTimeoutMs'
+  | 'httpHeadersTimeoutMs'
+  | 'httpMaxConnections'
+  | 'httpMaxConnectionsPerAddress'
+  | 'httpBodyMinBytesPerSecond'
+  | 'httpBodyGraceMs'
+  | 'trustedProxies'
 >;
 
 /**
@@ -30,6 +37,13 @@ export interface HttpLayer {
   metrics: Metrics | undefined;
   /** every method some route serves (filled as routes register): another method is a 404 wherever it is sent */
   servedMethods: Set<string>;
+  /**
+   * the authentication guard's step, run before the body is read on a route
+   * that takes a key (request-hooks.ts); set by configureApp
+   */
+  authenticate?: (request: RequestContext) => Promise<void> | undefined;
+  /** the tenant concurrency guard's step, for a request with a valid key that sends a body; set by configureApp */
+  admit?: (request: RequestContext) => Promise<void> | undefined;
 }
 
 const LAYERS = new WeakMap<FastifyInstance, HttpLayer>();
@@ -67,6 +81,9 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
       // a request without Host reaches the request hooks, which answer it in the envelope (Node would write a bare 400)
       requireHostHeader: false,
     },
+    // `request.ip`: from X-Forwarded-For only when the connection comes from a listed proxy
+    // (Fastify's documented option, proxy-addr's rules: the nearest address not trusted)
+    trustProxy: limits.trustedProxies.length > 0 ? limits.trustedProxies : false,
     // what Node's parser refuses is answered in the envelope, logged and counted
     clientErrorHandler: (error: Error, socket: Socket) => answerClientError(clientErrors, error, socket),
     // while closing, a request arriving on an open keep-alive connection is
@@ -94,7 +111,15 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
   layer = {
     logger,
     tracker: new RequestTracker(server),
-    connections: new ConnectionLimiter({ max: limits.httpMaxConnections, perAddress: limits.httpMaxConnectionsPerAddress }, logger),
+    connections: new ConnectionLimiter(
+      {
+        max: limits.httpMaxConnections,
+        perAddress: limits.httpMaxConnectionsPerAddress,
+        bodyMinBytesPerSecond: limits.httpBodyMinBytesPerSecond,
+        bodyGraceMs: limits.httpBodyGraceMs,
+      },
+      logger,
+    ),
     metrics: undefined,
     servedMethods: new Set(),
   };

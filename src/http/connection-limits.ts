@@ -8,6 +8,10 @@ interface ConnectionLimits {
   max: number;
   /** open connections at most from one client address (HTTP_MAX_CONNECTIONS_PER_ADDRESS) */
   perAddress: number;
+  /** the body-progress budget: bytes per second on average (HTTP_BODY_MIN_BYTES_PER_SECOND) … */
+  bodyMinBytesPerSecond: number;
+  /** … after this grace from the start of the body (HTTP_BODY_GRACE_MS) */
+  bodyGraceMs: number;
 }
 
 interface Connection {
@@ -15,6 +19,8 @@ interface Connection {
   client: string;
   /** requests received on it and not answered yet */
   requests: number;
+  /** the body being read on it, if any: since when, and how many bytes so far */
+  body?: { startedAt: number; received: number };
 }
 
 const WARN_EVERY_MS = 10_000;
@@ -25,9 +31,12 @@ const WARN_EVERY_MS = 10_000;
  * still sending (or never sending) its request headers. Idle connections
  * cost the server nothing but a descriptor, so at a bound they are closed,
  * oldest first, to let a new connection in: a flood of idle or slow
- * connections cannot lock other clients (or the probes) out. A new
- * connection is refused only when every connection it competes with is
- * answering a request:
+ * connections cannot lock other clients (or the probes) out. A connection
+ * still sending its request's body counts as answering it only within the
+ * body-progress budget (the grace, then the minimum rate on average); past
+ * it, it is closed for a new one like an idle one (after them), so slow
+ * bodies cannot hold the server either. A new connection is refused only
+ * when every connection it competes with is answering a request:
  *  - at `max` in all, the oldest idle connection of any client is closed;
  *  - at `perAddress` from its own address, the oldest idle connection of
  *    that address is closed, so one address cannot hold more than that many
@@ -53,17 +62,19 @@ export class ConnectionLimiter {
     server.on('request', (request: IncomingMessage, response: ServerResponse) => this.busy(request.socket, response));
   }
 
-  /** open connections, and how many are idle (tests, logs) */
-  get counts(): { open: number; idle: number } {
-    return { open: this.connections.size, idle: this.idle.size };
+  /** open connections, how many are idle, and how many are sending a body being read (tests, logs) */
+  get counts(): { open: number; idle: number; bodies: number } {
+    let bodies = 0;
+    for (const connection of this.connections.values()) if (connection.body) bodies += 1;
+    return { open: this.connections.size, idle: this.idle.size, bodies };
   }
 
   private accept(socket: Socket): void {
     const client = clientKey(socket.remoteAddress);
-    if ((this.perClient.get(client) ?? 0) >= this.limits.perAddress && !this.closeOldestIdle(client)) {
+    if ((this.perClient.get(client) ?? 0) >= this.limits.perAddress && !this.makeRoom(client)) {
       return this.refuse(socket, client, 'HTTP_MAX_CONNECTIONS_PER_ADDRESS connections from this address are answering requests');
     }
-    if (this.connections.size >= this.limits.max && !this.closeOldestIdle()) {
+    if (this.connections.size >= this.limits.max && !this.makeRoom()) {
       return this.refuse(socket, client, 'HTTP_MAX_CONNECTIONS connections are answering requests');
     }
     this.connections.set(socket, { client, requests: 0 });
@@ -80,20 +91,57 @@ export class ConnectionLimiter {
     // 'close' comes once the answer is written or the connection is gone
     response.once('close', () => {
       connection.requests -= 1;
+      connection.body = undefined;
       // re-added at the end: idle since now
       if (connection.requests === 0 && this.connections.has(socket)) this.idle.add(socket);
     });
   }
 
-  /** Closes the connection idle the longest (of `client` when given); false when there is none. */
-  private closeOldestIdle(client?: string): boolean {
+  /** The body reader starts reading a request's body on this connection (body-parser.ts). */
+  bodyStarted(socket: Socket): void {
+    const connection = this.connections.get(socket);
+    if (connection) connection.body = { startedAt: Date.now(), received: 0 };
+  }
+
+  /** `bytes` more of the body arrived (as sent, before decompression). */
+  bodyReceived(socket: Socket, bytes: number): void {
+    const body = this.connections.get(socket)?.body;
+    if (body) body.received += bytes;
+  }
+
+  /** The body was read whole, or refused: the connection is waiting on the server again. */
+  bodyEnded(socket: Socket): void {
+    const connection = this.connections.get(socket);
+    if (connection) connection.body = undefined;
+  }
+
+  /**
+   * Closes the connection idle the longest (of `client` when given), or else
+   * the oldest one whose body is behind its progress budget; false when
+   * there is neither. The slow body's request ends there (its client is gone).
+   */
+  private makeRoom(client?: string): boolean {
+    const mine = (socket: Socket) => client === undefined || this.connections.get(socket)?.client === client;
     for (const socket of this.idle) {
-      if (client !== undefined && this.connections.get(socket)?.client !== client) continue;
-      this.forget(socket);
-      socket.destroy();
-      return true;
+      if (mine(socket)) return this.close(socket);
+    }
+    const now = Date.now();
+    for (const [socket, connection] of this.connections) {
+      if (mine(socket) && this.behindBodyBudget(connection, now)) return this.close(socket);
     }
     return false;
+  }
+
+  /** Sending its body slower than the budget: the grace, then the minimum rate on average. */
+  private behindBodyBudget({ body }: Connection, now: number): boolean {
+    if (!body) return false;
+    return now - body.startedAt > this.limits.bodyGraceMs + (body.received * 1000) / this.limits.bodyMinBytesPerSecond;
+  }
+
+  private close(socket: Socket): true {
+    this.forget(socket);
+    socket.destroy();
+    return true;
   }
 
   private forget(socket: Socket): void {

@@ -39,9 +39,13 @@ function decoder(encoding: string): Transform | null {
  * Reads a request body into one buffer, at most `limit` bytes after
  * decompression (gzip, deflate, br). A Content-Length over the limit is
  * refused before a byte is read; a body that grows past it while streaming
- * stops being read at once.
+ * stops being read at once. `received` hears of each chunk as it arrives,
+ * before decompression.
  */
-export function readBody(payload: Readable, headers: IncomingHttpHeaders, limit = MAX_BODY_BYTES): Promise<Buffer> {
+export function readBody(payload: Readable, headers: IncomingHttpHeaders, limit = MAX_BODY_BYTES, received?: (bytes: number) => void): Promise<Buffer> {
+  // the client hung up while the request waited before its body (its key's lookup, its tenant's
+  // slots): the stream's error is gone already, and no 'end' or 'error' would ever come
+  if (payload.destroyed) return Promise.reject(cutOff());
   const encoding = String(headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   let source: Readable = payload;
   if (encoding !== 'identity') {
@@ -53,6 +57,7 @@ export function readBody(payload: Readable, headers: IncomingHttpHeaders, limit 
   } else if (Number(headers['content-length']) > limit) {
     return Promise.reject(tooLarge());
   }
+  if (received) payload.on('data', (chunk: Buffer) => received(chunk.length));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -7,6 +7,7 @@ import { REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestCont
 import { runWithRequestDeadline } from '../database/request-scope';
 import { UNMATCHED_ROUTE } from '../metrics/metrics';
 import type { HttpLayer } from './adapter';
+import { takesKey } from './route-flags';
 
 /**
  * Headers of every answer, success or error. Answers hold an organization's
@@ -113,8 +114,35 @@ function noSuchMethod(): ApiError {
   return new ApiError(ErrorCode.NotFound, 'No such endpoint.');
 }
 
-/** A body follows the headers: answered without reading it, the connection is closed. */
-function hasBody(request: FastifyRequest): boolean {
+/**
+ * Who is calling, before the body is read, on a route that takes a key: the
+ * authentication guard's own step (layer.authenticate), under a database
+ * deadline of its own for the key lookup. Its outcome stays on the request
+ * for the guards; only a request it found a valid key on has its body read
+ * (body-parser.ts). A request with a valid key that sends a body then takes
+ * its tenant's slots (layer.admit), so a body slow to arrive holds its own
+ * key's and organization's slots; a refusal stays on the request for the
+ * tenant guard, in its place. A promise while either waits.
+ */
+function admitBeforeBody(layer: HttpLayer, request: FastifyRequest, dbStatementTimeoutMs: number): Promise<void> | undefined {
+  if (!layer.authenticate || !takesKey(request)) return undefined;
+  const ctx = request as unknown as RequestContext;
+  const admit = (): Promise<void> | undefined => {
+    if (ctx.auth === undefined || !layer.admit || !announcesBody(request)) return undefined;
+    return layer.admit(ctx)?.catch((refusal: unknown) => {
+      ctx.tenantRefusal = refusal;
+    });
+  };
+  return runWithRequestDeadline(dbStatementTimeoutMs, () => {
+    const authenticating = layer.authenticate!(ctx)?.catch((error: unknown) => {
+      ctx.authError = error;
+    });
+    return authenticating ? authenticating.then(admit) : admit();
+  });
+}
+
+/** Does the request announce a body (a non-zero Content-Length, or chunks)? */
+function announcesBody(request: FastifyRequest): boolean {
   const length = request.headers['content-length'];
   return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
@@ -123,15 +151,23 @@ function hasBody(request: FastifyRequest): boolean {
  * The hooks every request passes, routed or not, in this order:
  * 1. `onRequest`: request id and trace id (first, so every refusal carries
  *    them), the in-flight tracker, HTTP's own refusals (missing, repeated
- *    or invalid Host, repeated Authorization, unmet Expect);
- * 2. the body reader (body-parser.ts) runs between these two;
+ *    or invalid Host, repeated Authorization, unmet Expect), a method no
+ *    route serves (404); then, on a route that takes a key, the key (from
+ *    memory, or looked up) and, for a request that sends a body, its
+ *    tenant's slots;
+ * 2. the body reader (body-parser.ts) runs between these two: it reads the
+ *    body of a request with a valid key only; any other request is answered
+ *    without reading it, and when the body has not all arrived by then the
+ *    answer closes the connection, so a slow or endless body is not waited for;
  * 3. `preHandler`: the request's database scope (every query of the
- *    request, the key lookup too, ends by one deadline counted from here,
- *    once the body is read: a slow upload is the request timeout's to
- *    bound, not the database's — docs/decisions.md, "Timeouts"); then Nest
+ *    handler ends by one deadline counted from here, once the body is read:
+ *    a slow upload is the request timeout's to bound, not the database's —
+ *    docs/decisions.md, "Timeouts"; the key lookup, before the body, had a
+ *    deadline of its own in step 1); then Nest
  *    runs guards → interceptors → pipe → handler → filter inside it;
  * 4. `onSend`: the answer, success or error, is on its way, so the handler
- *    has finished: the tenant's concurrency slots are given back;
+ *    has finished: the tenant's concurrency slots are given back; a body
+ *    left unread and still arriving closes the connection;
  * 5. `onResponse`: the one log line and the HTTP metrics.
  */
 export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, dbStatementTimeoutMs: number): void {
@@ -141,15 +177,20 @@ export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, 
     startRequest(layer, request, reply);
     const refusal = protocolRefusal(request);
     if (refusal) return answerInHook(request, reply, refusal, true);
-    if (request.routeOptions.url === undefined && !layer.servedMethods.has(request.method)) return answerInHook(request, reply, noSuchMethod(), hasBody(request));
-    done();
+    if (request.routeOptions.url === undefined && !layer.servedMethods.has(request.method)) return answerInHook(request, reply, noSuchMethod(), announcesBody(request));
+    const admitting = admitBeforeBody(layer, request, dbStatementTimeoutMs);
+    if (admitting) void admitting.then(() => done());
+    else done();
   });
   fastify.addHook('preHandler', (request, _reply, done) => {
     layer.tracker.handling(request);
     runWithRequestDeadline(dbStatementTimeoutMs, () => done());
   });
-  fastify.addHook('onSend', (request, _reply, payload, done) => {
-    (request as unknown as RequestContext).releaseTenantSlots?.();
+  fastify.addHook('onSend', (request, reply, payload, done) => {
+    const ctx = request as unknown as RequestContext;
+    ctx.releaseTenantSlots?.();
+    // Node would read the rest of an unread body to keep the connection: not for a client still sending it
+    if (ctx.rawBody === undefined && announcesBody(request) && !request.raw.complete) void reply.header('Connection', 'close');
     done(null, payload);
   });
   fastify.addHook('onResponse', (request, reply, done) => {

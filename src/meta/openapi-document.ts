@@ -61,8 +61,11 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         `Request bodies are JSON in UTF-8 (\`Content-Encoding\` gzip, deflate or br accepted), an object or array at the top, at most 1 MiB once decompressed (413) ` +
         `and nested at most ${MAX_BODY_DEPTH} levels; text holding U+0000, invalid UTF-8 or an unpaired surrogate is refused (422). ` +
         `${EXACT_JSON_RULES} ` +
-        'Rate limits count per API key; requests whose key is missing or not valid count against a budget per client IP address (per /64 for IPv6), ' +
-        'and once that is spent, such requests are answered 429 before their key is looked up.',
+        'A request body is read only once the request\'s API key is found valid: any other request is answered from its headers alone, ' +
+        'its body unread (and its connection closed when the body has not all arrived). A body that arrives slower than 1 KiB/s on average ' +
+        'after its first 5 s (the defaults) may have its connection closed when the server needs room for a new one. ' +
+        'Rate limits count per API key; requests whose key is missing or not valid count against a budget per client IP address (per /64 for IPv6; ' +
+        'behind a proxy the server trusts, the address its `X-Forwarded-For` names), which throttles wrong keys only: a valid key is served whatever its address spent.',
     )
     .setVersion(API_VERSION)
     .addServer(`/${API_PREFIX}`)
@@ -171,8 +174,10 @@ function stripDefaults(node: Json, found: (schema: Schema, value: Json) => void)
  *   their defaults in the description ("Default: …"); update schemas
  *   (classes marked `@PartialUpdateBody()`) have none, because an omitted field is left unchanged.
  * - 413 `payload_too_large` and 408 `request_timeout` on every operation,
- *   and 422 for a malformed body on those that take none: every request's
- *   body is read first, within HTTP_REQUEST_TIMEOUT_MS.
+ *   and 422 for a malformed body on those that take none: every keyed
+ *   request's body is read before routing reaches the pipe, within
+ *   HTTP_REQUEST_TIMEOUT_MS (a public operation reads none, and answers
+ *   neither; listed there too, as the one rule of the whole API).
  * - 400 `bad_request`, 417 `expectation_failed` and 431 `headers_too_large`
  *   on every operation: the HTTP parser and the request hooks answer them
  *   before routing (src/http/client-errors.ts), whatever the path.

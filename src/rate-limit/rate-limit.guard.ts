@@ -24,7 +24,8 @@ export class RateLimitHeaders {
 /**
  * The second of the three access guards (app.module.ts): counts the
  * request against its key's budget, or its client address's when the key
- * is missing or bad (so key guessing is throttled); X-RateLimit-* headers,
+ * is missing or bad (so key guessing is throttled: TRUSTED_PROXIES says
+ * when the address comes from X-Forwarded-For); X-RateLimit-* headers,
  * 429 when spent. Public routes are not rate limited.
  */
 @Injectable()
@@ -39,7 +40,7 @@ export class RateLimitGuard implements CanActivate {
     if (this.access.isOpen(context)) return true;
     const http = context.switchToHttp();
     const request = http.getRequest<RequestContext>();
-    const subject = request.auth ? { auth: request.auth } : { clientAddress: request.socket?.remoteAddress };
+    const subject = request.auth ? { auth: request.auth } : { clientAddress: request.ip ?? request.socket?.remoteAddress };
     const apply = (decision: RateDecision): true => {
       this.headers.apply(http.getResponse<unknown>(), decision);
       return true;

@@ -20,7 +20,7 @@ export const RATE_LIMIT_HEADERS = {
   reset: 'X-RateLimit-Reset',
 } as const;
 
-/** Client IPs whose budget is known to be spent, remembered at most this many at once. */
+/** Client addresses whose budget is known to be spent, remembered at most this many at once. */
 const MAX_SPENT_CLIENTS = 10_000;
 
 /** Whose budget a request counts against: its key's, or its client's (no valid key). */
@@ -67,7 +67,7 @@ export function clientKey(address: string | undefined): string {
 @Injectable()
 export class RateLimiter {
   /** client key → its budget is spent until then (learned from the storage's answers) */
-  private readonly spentClients = new Map<string, WindowUsage & { until: number }>();
+  private readonly spentClients = new Map<string, { until: number }>();
 
   constructor(
     @Inject(RATE_LIMIT_STORAGE) private readonly storage: RateLimitStorage,
@@ -93,19 +93,20 @@ export class RateLimiter {
   }
 
   /**
-   * The 429 of a client whose budget this instance already knows to be
-   * spent, or null. Lets a request without a known key be refused before its
-   * key is looked up: a refused guess never reaches the database.
+   * Does this instance know the client's budget (for requests without a
+   * valid key) to be spent? The authentication step then looks its unknown
+   * tokens up one at a time; it never refuses a token before the lookup, so
+   * that a valid key is served whatever its address spent.
    */
-  refusedClient(clientAddress: string | undefined, now = Date.now()): RateDecision | null {
+  isSpent(clientAddress: string | undefined, now = Date.now()): boolean {
     const key = clientKey(clientAddress);
     const spent = this.spentClients.get(key);
-    if (!spent) return null;
+    if (!spent) return false;
     if (spent.until <= now) {
       this.spentClients.delete(key);
-      return null;
+      return false;
     }
-    return decision({ ...spent, resetsInMs: spent.until - now }, false, now);
+    return true;
   }
 
   private learnClient(key: string, shown: WindowUsage, allowed: boolean, now: number): void {
@@ -116,7 +117,7 @@ export class RateLimiter {
       const oldest = this.spentClients.keys().next().value;
       if (oldest !== undefined) this.spentClients.delete(oldest);
     }
-    this.spentClients.set(key, { ...shown, hits: shown.limit, until: now + shown.resetsInMs });
+    this.spentClients.set(key, { until: now + shown.resetsInMs });
   }
 
   private defaultBudget(): RateLimitBudget {
