@@ -65,6 +65,10 @@ export function statusOf(code: ErrorCode): number {
 
 /** Fields a generated message names; `details.fields` names the rest. */
 const MESSAGE_FIELDS = 3;
+/** Characters of a generated message: `details.fields` holds the rest. */
+const MESSAGE_CHARS = 1_000;
+
+const shortened = (text: string) => (text.length > MESSAGE_CHARS ? `${text.slice(0, MESSAGE_CHARS - 1)}…` : text);
 
 /** Field path → problems, for `validation_failed`. */
 export type FieldErrors = Record<string, string[]>;
@@ -98,7 +102,7 @@ export class ApiError extends Error {
     const names = Object.keys(fields);
     const shown = names.slice(0, MESSAGE_FIELDS).map((name) => `${name} (${fields[name].join('; ')})`);
     if (count > shown.length) shown.push(`and ${count - shown.length} more`);
-    const text = message ?? (names.length === 0 ? 'The request is not valid.' : `Invalid ${count === 1 ? 'field' : 'fields'}: ${shown.join(', ')}`);
+    const text = message ?? (names.length === 0 ? 'The request is not valid.' : shortened(`Invalid ${count === 1 ? 'field' : 'fields'}: ${shown.join(', ')}`));
     return new ApiError(ErrorCode.ValidationFailed, text, { ...extra, fields, field_count: count });
   }
 

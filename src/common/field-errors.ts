@@ -18,11 +18,24 @@ export const FIELD_ERROR_BOUNDS = {
   key: 100,
   /** characters of one problem */
   problem: 500,
+  /** characters of paths and problems named in one answer: with the bounds above, a 422 stays under 24 KiB */
+  text: 16_384,
 } as const;
 
 /** Fields with a problem that were counted but not named, beyond `FIELD_ERROR_BOUNDS.fields`. */
 const UNNAMED = Symbol('fields counted but not named');
-type Counted = FieldErrors & { [UNNAMED]?: number };
+/** Characters of the paths and problems named so far, against `FIELD_ERROR_BOUNDS.text`. */
+const NAMED_TEXT = Symbol('characters named');
+type Counted = FieldErrors & { [UNNAMED]?: number; [NAMED_TEXT]?: number };
+
+/** Sets one of the map's counters; not enumerable, so the map still serializes, compares and iterates as its named fields. */
+function setCounter(fields: FieldErrors, counter: typeof UNNAMED | typeof NAMED_TEXT, value: number): void {
+  Object.defineProperty(fields, counter, { value, enumerable: false, writable: true, configurable: true });
+}
+
+function namedText(fields: FieldErrors): number {
+  return (fields as Counted)[NAMED_TEXT] ?? 0;
+}
 
 function shorten(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
@@ -35,14 +48,12 @@ export function shownKey(key: string): string {
 
 /** Whether a new field would still be named: a producer of many problems builds no path once it would not be. */
 export function namesMoreFields(fields: FieldErrors): boolean {
-  return Object.keys(fields).length < FIELD_ERROR_BOUNDS.fields;
+  return namedText(fields) < FIELD_ERROR_BOUNDS.text && Object.keys(fields).length < FIELD_ERROR_BOUNDS.fields;
 }
 
 /** Counts a field with a problem without naming it (its path need not be built). */
 export function countUnnamedField(fields: FieldErrors, how = 1): void {
-  const counted = fields as Counted;
-  // not enumerable: the map still serializes, compares and iterates as its named fields
-  Object.defineProperty(counted, UNNAMED, { value: (counted[UNNAMED] ?? 0) + how, enumerable: false, writable: true, configurable: true });
+  setCounter(fields, UNNAMED, ((fields as Counted)[UNNAMED] ?? 0) + how);
 }
 
 /** How many fields have a problem: the named ones and those only counted. */
@@ -62,9 +73,12 @@ export function addFieldError(fields: FieldErrors, field: string, problem: strin
   const text = shorten(problem, FIELD_ERROR_BOUNDS.problem);
   if (Object.prototype.hasOwnProperty.call(fields, path)) {
     const problems = fields[path];
-    if (problems.length < FIELD_ERROR_BOUNDS.problemsPerField && !problems.includes(text)) problems.push(text);
+    if (problems.length >= FIELD_ERROR_BOUNDS.problemsPerField || namedText(fields) >= FIELD_ERROR_BOUNDS.text || problems.includes(text)) return;
+    problems.push(text);
+    setCounter(fields, NAMED_TEXT, namedText(fields) + text.length);
   } else if (namesMoreFields(fields)) {
     Object.defineProperty(fields, path, { value: [text], enumerable: true, writable: true, configurable: true });
+    setCounter(fields, NAMED_TEXT, namedText(fields) + path.length + text.length);
   } else {
     countUnnamedField(fields);
   }
