@@ -30,7 +30,9 @@ type Counted = FieldErrors & { [UNNAMED]?: number; [NAMED_TEXT]?: number };
 
 /** Sets one of the map's counters; not enumerable, so the map still serializes, compares and iterates as its named fields. */
 function setCounter(fields: FieldErrors, counter: typeof UNNAMED | typeof NAMED_TEXT, value: number): void {
-  Object.defineProperty(fields, counter, { value, enumerable: false, writable: true, configurable: true });
+  const counted = fields as Counted;
+  if (counter in counted) counted[counter] = value;
+  else Object.defineProperty(counted, counter, { value, enumerable: false, writable: true, configurable: true });
 }
 
 function namedText(fields: FieldErrors): number {

@@ -1,7 +1,8 @@
 import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
 import { getMetadataStorage, ValidateBy, ValidateIf, type ValidationOptions, type ValidatorOptions } from 'class-validator';
 import { ApiError, type FieldErrors } from './api-error';
-import { addFieldError, countUnnamedField, hasFieldErrors, mergeFieldErrors, namesMoreFields, shownKey } from './field-errors';
+import { MAX_NUMBER_CHARS } from './exact-json';
+import { addFieldError, countUnnamedField, FIELD_ERROR_BOUNDS, hasFieldErrors, mergeFieldErrors, namesMoreFields, shownKey } from './field-errors';
 import { BOUNDED_JSON, BOUNDS, jsonBoundsProblem } from './input-bounds';
 
 /**
@@ -134,6 +135,12 @@ export const MAX_OBJECT_KEYS = 1_000;
  * sources, a custom tool with 50 parameters) hold a few hundred.
  */
 export const MAX_BODY_CONTAINERS = 10_000;
+
+/** The bounds on a body's shape and on error answers, in words, for the API description. */
+export const HOSTILE_INPUT_RULES =
+  `A body may hold at most ${MAX_BODY_CONTAINERS} objects and arrays in all and ${MAX_OBJECT_KEYS} keys per object, and a number written with at most ${MAX_NUMBER_CHARS} characters (422 naming the field). ` +
+  `A 422 \`validation_failed\` names at most ${FIELD_ERROR_BOUNDS.fields} fields in \`error.details.fields\` (fewer when their paths and problems pass ${FIELD_ERROR_BOUNDS.text} characters; ` +
+  `paths are cut at ${FIELD_ERROR_BOUNDS.path} characters, keys inside them at ${FIELD_ERROR_BOUNDS.key}) and gives how many fields had a problem in \`error.details.field_count\`.`;
 
 interface ShapeNode {
   node: object;
