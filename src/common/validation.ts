@@ -366,7 +366,7 @@ function fieldBoundsOf(target: object): FieldBounds {
  * of `{}` in `tools` or in `pending_trigger_hint` is refused in one look at
  * the field instead of after a third of a million copies.
  */
-export function rawFieldBoundProblems(body: Record<string, unknown>, target: object): FieldErrors {
+function rawFieldBoundProblems(body: Record<string, unknown>, target: object): FieldErrors {
   const found: FieldErrors = {};
   const bounds = fieldBoundsOf(target);
   for (const { property, max } of bounds.arrays) {
@@ -388,7 +388,7 @@ export function rawFieldBoundProblems(body: Record<string, unknown>, target: obj
  * that says "at most 128" (docs/decisions.md, "Hostile input: bounded work
  * and answers"). Items are walked only within their array's bound.
  */
-export function oversizedArrayPaths(built: object, path = '', found: FieldErrors = {}): FieldErrors {
+function oversizedArrayPaths(built: object, path = '', found: FieldErrors = {}): FieldErrors {
   const instance = built as Record<string, unknown>;
   const over = new Set<string>();
   for (const { property, max } of fieldBoundsOf(built.constructor).arrays) {
