@@ -502,7 +502,7 @@ describe('plan caps from org.limits', () => {
     expect(res.body.error.code).toBe('validation_failed');
     expect(res.body.error.message).toContain('limits.agents');
     // the one plan-cap shape: the cap's name and value, and the cap as the field at fault
-    expect(res.body.error.details).toEqual({ limit: 'agents', max: 2, fields: { 'limits.agents': [expect.any(String)] } });
+    expect(res.body.error.details).toEqual({ limit: 'agents', max: 2, fields: { 'limits.agents': [expect.any(String)] }, field_count: 1 });
     const unlimited = await createOrg(t.app, { limits: { agents: null } });
     for (let i = 0; i < 3; i++) await createAgent(unlimited);
   });
@@ -543,6 +543,7 @@ describe('plan caps from org.limits', () => {
       limit: 'custom_tool_slots',
       max: 2,
       fields: { 'limits.custom_tool_slots': [expect.any(String)], tools: ['has 3 custom tools; the plan allows 2'] },
+      field_count: 2,
     });
     const stored = await readAgentRow(t, org.orgId, agent.id);
     expect(stored!.tools).toHaveLength(4);

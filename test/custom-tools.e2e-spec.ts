@@ -443,7 +443,7 @@ describe('plan cap limits.custom_tool_slots, is_active, response_mapping and gro
     const res = await api.post(org, toolBody({ label: 'Slot Three' }));
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('validation_failed');
-    expect(res.body.error.details).toEqual({ limit: 'custom_tool_slots', max: 2, fields: { 'limits.custom_tool_slots': [expect.any(String)] } });
+    expect(res.body.error.details).toEqual({ limit: 'custom_tool_slots', max: 2, fields: { 'limits.custom_tool_slots': [expect.any(String)] }, field_count: 1 });
     expect(res.body.error.message).toContain('custom_tool_slots');
     expect((await api.get(org, BASE)).body.data).toHaveLength(2);
   });

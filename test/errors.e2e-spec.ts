@@ -97,7 +97,7 @@ describe('malformed JSON → 422 validation_failed saying the body is not valid 
     const res = await t.http.post('/api/v1/test-only/echo').set('Authorization', org.auth).set('Content-Type', 'application/json').send(raw);
     expectError(res, 422, 'validation_failed');
     expect(res.body.error.message).toMatch(/not valid JSON/);
-    expect(res.body.error.details).toEqual({ fields: { body: ['is not valid JSON'] } });
+    expect(res.body.error.details).toEqual({ fields: { body: ['is not valid JSON'] }, field_count: 1 });
   });
 
   test('only once the key is valid: without one the body is never parsed (401 on a route that takes a key, 404 on an unknown path)', async () => {

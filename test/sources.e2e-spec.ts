@@ -264,7 +264,7 @@ describe('plan cap limits.sources', () => {
     const res = await api.post(org, { type: 'webpage', name: 'Three', config: { url: 'https://example.com/three' } });
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('validation_failed');
-    expect(res.body.error.details).toEqual({ limit: 'sources', max: 2, fields: { 'limits.sources': [expect.any(String)] } });
+    expect(res.body.error.details).toEqual({ limit: 'sources', max: 2, fields: { 'limits.sources': [expect.any(String)] }, field_count: 1 });
     expect(res.body.error.message).toContain('limits.sources');
   });
 

@@ -75,6 +75,7 @@ describe('PATCH rules', () => {
   it('an agent keeps instructions or instructions_html; the error names the field cleared', () => {
     expect(thrown(() => checkInstructionsKept({ instructions: null, instructionsHtml: null }, { instructions_html: null })).details).toEqual({
       fields: { instructions_html: ['an agent needs instructions or instructions_html'] },
+      field_count: 1,
     });
     expect(() => checkInstructionsKept({ instructions: 'x', instructionsHtml: null }, { instructions_html: null })).not.toThrow();
   });
@@ -88,6 +89,7 @@ describe('limits.custom_tool_slots per agent', () => {
       limit: 'custom_tool_slots',
       max: 2,
       fields: { 'limits.custom_tool_slots': ['the agent would have 3 custom tools'], tools: ['has 3 custom tools; the plan allows 2'] },
+      field_count: 2,
     });
   });
 
@@ -100,7 +102,7 @@ describe('limits.custom_tool_slots per agent', () => {
 describe('activation', () => {
   it('is refused while an assigned connector is auth_failed, naming it', () => {
     const error = thrown(() => checkActivationAllowed([{ id: 'connector_a', name: 'Mail', status: 'auth_failed' }, { id: 'connector_b', name: 'Chat', status: 'connected' }, undefined]));
-    expect(error.details).toEqual({ fields: { is_active: ['connector connector_a ("Mail") has status auth_failed'] }, connector_ids: ['connector_a'] });
+    expect(error.details).toEqual({ fields: { is_active: ['connector connector_a ("Mail") has status auth_failed'] }, connector_ids: ['connector_a'], field_count: 1 });
   });
 
   it('deactivating writes manual/now, activating clears, unless the PATCH gives them', () => {

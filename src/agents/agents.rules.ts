@@ -1,5 +1,5 @@
 import { newId, parseId } from '../../libs/ids/ids';
-import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
+import { ApiError, type FieldErrors } from '../common/api-error';
 import { addFieldError } from '../common/field-errors';
 import type { DataSourceRefRow, ToolRefRow } from '../database/schema';
 import { planLimitReached } from '../orgs/plan-limits.rules';
@@ -254,8 +254,7 @@ export function checkActivationAllowed(assigned: ReadonlyArray<{ id: string; nam
   const broken = assigned.filter((connector) => connector?.status === AUTH_FAILED) as Array<{ id: string; name: string }>;
   if (broken.length === 0) return;
   const names = broken.map((c) => `${c.id} ("${c.name}")`).join(', ');
-  throw new ApiError(ErrorCode.ValidationFailed, `The agent cannot be activated: connector ${names} has status auth_failed; reconnect it first.`, {
-    fields: { is_active: [`connector ${names} has status auth_failed`] },
+  throw ApiError.validation({ is_active: [`connector ${names} has status auth_failed`] }, `The agent cannot be activated: connector ${names} has status auth_failed; reconnect it first.`, {
     connector_ids: broken.map((c) => c.id),
   });
 }

@@ -1,3 +1,4 @@
+import { fieldCount, mergeFieldErrors } from './field-errors';
 /**
  * Every error the API returns, by code. Clients branch on these strings
  * (clients branch on `code`, never on `message`).
@@ -62,6 +63,13 @@ export function statusOf(code: ErrorCode): number {
   }
 }
 
+/** Fields a generated message names; `details.fields` names the rest. */
+const MESSAGE_FIELDS = 3;
+/** Characters of a generated message: `details.fields` holds the rest. */
+const MESSAGE_CHARS = 1_000;
+
+const shortened = (text: string) => (text.length > MESSAGE_CHARS ? `${text.slice(0, MESSAGE_CHARS - 1)}…` : text);
+
 /** Field path → problems, for `validation_failed`. */
 export type FieldErrors = Record<string, string[]>;
 
@@ -81,16 +89,21 @@ export class ApiError extends Error {
     this.status = statusOf(code);
   }
 
-  static validation(fields: FieldErrors, message?: string): ApiError {
+  /**
+   * 422 `validation_failed` naming the fields: `details.fields` holds at most
+   * `FIELD_ERROR_BOUNDS.fields` of them (the producers stop naming there),
+   * `details.field_count` how many there were; the message names the first
+   * few. `extra` goes in `details` before them (a plan cap's `limit`, `max`).
+   */
+  static validation(given: FieldErrors, message?: string, extra: Record<string, unknown> = {}): ApiError {
+    // a map built without addFieldError (a literal, class-validator's tree) gets the same bounds
+    const fields = mergeFieldErrors({}, given);
+    const count = fieldCount(fields);
     const names = Object.keys(fields);
-    const text =
-      message ??
-      (names.length === 0
-        ? 'The request is not valid.'
-        : `Invalid ${names.length === 1 ? 'field' : 'fields'}: ${names
-            .map((name) => `${name} (${fields[name].join('; ')})`)
-            .join(', ')}`);
-    return new ApiError(ErrorCode.ValidationFailed, text, { fields });
+    const shown = names.slice(0, MESSAGE_FIELDS).map((name) => `${name} (${fields[name].join('; ')})`);
+    if (count > shown.length) shown.push(`and ${count - shown.length} more`);
+    const text = message ?? (names.length === 0 ? 'The request is not valid.' : shortened(`Invalid ${count === 1 ? 'field' : 'fields'}: ${shown.join(', ')}`));
+    return new ApiError(ErrorCode.ValidationFailed, text, { ...extra, fields, field_count: count });
   }
 
   static field(field: string, problem: string): ApiError {

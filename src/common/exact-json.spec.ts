@@ -1,4 +1,5 @@
-import { inexactNumberPaths, inexactNumberProblem, NEGATIVE_ZERO, NOT_EXACT, OUT_OF_RANGE, unstorableNumberPaths } from './exact-json';
+import { inexactNumberPaths, inexactNumberProblem, MAX_NUMBER_CHARS, NEGATIVE_ZERO, NOT_EXACT, OUT_OF_RANGE, TOO_LONG, unstorableNumberPaths } from './exact-json';
+import { FIELD_ERROR_BOUNDS, fieldCount } from './field-errors';
 
 describe('inexactNumberProblem: a number is kept when the double holds the value written', () => {
   it.each([
@@ -31,7 +32,35 @@ describe('inexactNumberProblem: a number is kept when the double holds the value
   });
 });
 
+describe('inexactNumberProblem: work linear in the text, a bounded length', () => {
+  const zeros = (n: number) => '0'.repeat(n);
+
+  it(`takes a number of ${MAX_NUMBER_CHARS} characters and judges it by value`, () => {
+    expect(inexactNumberProblem(`1.${zeros(MAX_NUMBER_CHARS - 2)}`)).toBeNull();
+    expect(inexactNumberProblem(`1.${zeros(MAX_NUMBER_CHARS - 3)}1`)).toBe(NOT_EXACT);
+    expect(inexactNumberProblem(`1${zeros(MAX_NUMBER_CHARS - 5)}e-${MAX_NUMBER_CHARS - 5}`.slice(0, MAX_NUMBER_CHARS))).not.toBe(TOO_LONG);
+  });
+
+  it('refuses a longer one before any arithmetic on it: a million-digit exponent, a long run of zeros', () => {
+    expect(inexactNumberProblem(`1e-${'9'.repeat(1_000_000)}`)).toBe(TOO_LONG);
+    expect(inexactNumberProblem(`1.${zeros(1_000_000)}1`)).toBe(TOO_LONG);
+    expect(inexactNumberProblem(`1${zeros(MAX_NUMBER_CHARS)}`)).toBe(TOO_LONG);
+  });
+});
+
 describe('inexactNumberPaths: the path of each refused number in a JSON text', () => {
+  it(`names the first ${FIELD_ERROR_BOUNDS.fields} and counts them all`, () => {
+    const found = inexactNumberPaths(`{"list":[${Array(5_000).fill('1e400').join(',')}]}`);
+    expect(Object.keys(found)).toHaveLength(FIELD_ERROR_BOUNDS.fields);
+    expect(Object.keys(found)[0]).toBe('list[0]');
+    expect(fieldCount(found)).toBe(5_000);
+  });
+
+  it('shortens a long key in the path it names', () => {
+    const key = 'k'.repeat(100_000);
+    expect(Object.keys(inexactNumberPaths(`{"${key}":1e400}`))).toEqual([`${'k'.repeat(FIELD_ERROR_BOUNDS.key - 1)}…`]);
+  });
+
   it('names nothing when every number can be kept, and ignores digits inside strings', () => {
     expect(inexactNumberPaths('{"a":[1,2.5,{"b":"1e400 -0"}],"c":true,"d":null}')).toEqual({});
   });

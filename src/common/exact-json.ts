@@ -1,4 +1,5 @@
 import type { FieldErrors } from './api-error';
+import { addFieldError, countUnnamedField, namesMoreFields, shownKey } from './field-errors';
 
 /**
  * JSON is taken exactly or refused. `JSON.parse` silently turns some numbers
@@ -44,29 +45,47 @@ const NUMBER_TOKEN = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 /** Strings (skipped whole, so digits inside them are text) or numbers, in a valid JSON text. */
 const STRING_OR_NUMBER = /"[^"\\]*(?:\\.[^"\\]*)*"|-?\d[\d.eE+-]*/g;
 
-/** `sign digits e exponent` with no leading or trailing zero digits: equal keys, equal values. */
+/**
+ * `sign digits e exponent` with no leading or trailing zero digits: equal keys, equal values.
+ * Linear in the text: the zeros are found by loops, not by a regular expression such as
+ * `0+$`, which retries at every zero of a long run (seconds on `1.000…0001`).
+ */
 function decimalKey(text: string): string {
   const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(text);
   if (!match) return text;
   const fraction = match[3] ?? '';
-  const digits = (match[2] + fraction).replace(/^0+/, '');
-  if (digits === '') return '0';
-  const trimmed = digits.replace(/0+$/, '');
-  // BigInt: an exponent of thousands of digits stays exact (and such a number is refused anyway)
-  const exponent = BigInt(match[4] ?? '0') - BigInt(fraction.length) + BigInt(digits.length - trimmed.length);
-  return `${match[1]}${trimmed}e${exponent}`;
+  const all = match[2] + fraction;
+  let start = 0;
+  while (start < all.length && all.charCodeAt(start) === 48) start++;
+  if (start === all.length) return '0';
+  let end = all.length;
+  while (all.charCodeAt(end - 1) === 48) end--;
+  // BigInt: an exponent of hundreds of digits stays exact (and such a number is refused anyway)
+  const exponent = BigInt(match[4] ?? '0') - BigInt(fraction.length) + BigInt(all.length - end);
+  return `${match[1]}${all.slice(start, end)}e${exponent}`;
 }
+
+/**
+ * The longest number text taken: 40 times the longest one a serializer
+ * writes for a double (24 characters, `-2.2250738585072014e-308`). A longer
+ * one is refused before any arithmetic on it, which keeps the cost of a
+ * number linear in its length (docs/decisions.md, "Hostile input: bounded
+ * work and answers").
+ */
+export const MAX_NUMBER_CHARS = 1_000;
 
 /** Why the number written as `text` cannot be kept exactly, or null when it can. */
 export function inexactNumberProblem(text: string): string | null {
   if (SHORT_INTEGER.test(text)) return text === '-0' ? NEGATIVE_ZERO : null;
   if (text.length <= 20 && SHORT_DECIMAL.test(text) && significantDigits(text) <= 15) return /^-0\.0*$/.test(text) ? NEGATIVE_ZERO : null;
+  if (text.length > MAX_NUMBER_CHARS) return TOO_LONG;
   const value = Number(text);
   if (!Number.isFinite(value)) return OUT_OF_RANGE;
   if (Object.is(value, -0)) return NEGATIVE_ZERO;
   return decimalKey(text) === decimalKey(String(value)) ? null : NOT_EXACT;
 }
 
+export const TOO_LONG = `is a number written with more than ${MAX_NUMBER_CHARS} characters: send it as a string`;
 export const OUT_OF_RANGE = 'is a number too large to be stored (beyond ±1.7976931348623157e308)';
 export const NEGATIVE_ZERO = 'is -0, which would be stored as 0: send 0';
 export const NOT_EXACT =
@@ -98,8 +117,9 @@ const childPath = (frame: Frame | undefined): string => {
 /**
  * Every number of a valid JSON text that cannot be kept exactly, by path
  * (`pending_trigger_hint.n`, `items[2]`; `body` for the whole text): the
- * problems to put in a 422. Empty for almost every text after one regular
- * expression pass; the paths are traced only when there is something to name.
+ * problems to put in a 422, named up to `FIELD_ERROR_BOUNDS` and counted
+ * beyond. Empty for almost every text after one regular expression pass; the
+ * paths are traced only when there is something to name.
  */
 export function inexactNumberPaths(text: string, root = 'body'): FieldErrors {
   const found: FieldErrors = {};
@@ -122,7 +142,7 @@ export function inexactNumberPaths(text: string, root = 'body'): FieldErrors {
       STRING_OR_NUMBER.lastIndex = i;
       const literal = STRING_OR_NUMBER.exec(text)![0];
       if (top && !top.array && top.expectKey) {
-        top.key = JSON.parse(literal) as string;
+        top.key = shownKey(JSON.parse(literal) as string);
         top.expectKey = false;
       }
       i += literal.length;
@@ -130,7 +150,9 @@ export function inexactNumberPaths(text: string, root = 'body'): FieldErrors {
       NUMBER_TOKEN.lastIndex = i;
       const literal = NUMBER_TOKEN.exec(text)![0];
       const problem = inexactNumberProblem(literal);
-      if (problem) found[childPath(top) || root] = [problem];
+      // past the named fields, a problem is counted and its path never built
+      if (problem && namesMoreFields(found)) addFieldError(found, childPath(top) || root, problem);
+      else if (problem) countUnnamedField(found);
       i += literal.length;
     } else {
       i++; // whitespace, ':', and the letters of true, false and null

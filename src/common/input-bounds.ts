@@ -88,17 +88,20 @@ function jsonDepth(value: unknown): number {
 }
 
 /** The problem with a free-form JSON object's size or depth, or null when it is within the bounds. */
-function jsonBoundsProblem(value: unknown): string | null {
+export function jsonBoundsProblem(value: unknown): string | null {
   if (Buffer.byteLength(JSON.stringify(value) ?? '') > BOUNDS.jsonBytes) return `must be at most ${BOUNDS.jsonBytes} bytes as JSON`;
   if (jsonDepth(value) > BOUNDS.jsonDepth) return `must be nested at most ${BOUNDS.jsonDepth} levels deep`;
   return null;
 }
 
+/** The validator's name: the validation pipe judges these fields on the JSON as sent, before building the DTO. */
+export const BOUNDED_JSON = 'isBoundedJson';
+
 /** class-validator: a free-form JSON object within `BOUNDS.jsonBytes` and `BOUNDS.jsonDepth`. */
 export function IsBoundedJson(options?: ValidationOptions): PropertyDecorator {
   return ValidateBy(
     {
-      name: 'isBoundedJson',
+      name: BOUNDED_JSON,
       validator: {
         validate: (value: unknown) => jsonBoundsProblem(value) === null,
         defaultMessage: (args) => `$property ${jsonBoundsProblem(args?.value) ?? 'is out of bounds'}`,

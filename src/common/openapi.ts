@@ -15,7 +15,9 @@ class ErrorBody {
   @ApiPropertyOptional({
     type: 'object',
     additionalProperties: true,
-    description: 'Extra detail; for `validation_failed`, `fields` maps each offending field to its problems.',
+    description:
+      'Extra detail; for `validation_failed`, `fields` maps each offending field to its problems (at most 100 fields named) ' +
+      'and `field_count` says how many fields had a problem in all.',
   })
   details?: Record<string, unknown>;
 }

@@ -1,7 +1,18 @@
 import type { ArgumentMetadata } from '@nestjs/common';
 import { IsOptional, IsString } from 'class-validator';
 import { ApiError, ErrorCode } from './api-error';
-import { ApiValidationPipe, BodyPrecheck, HEX_COLOR_PATTERN, isRfc3339DateTime, MAX_BODY_DEPTH, nestingDepth, unstorableTextPaths } from './validation';
+import { FIELD_ERROR_BOUNDS } from './field-errors';
+import {
+  ApiValidationPipe,
+  bodyShapeProblems,
+  BodyPrecheck,
+  HEX_COLOR_PATTERN,
+  isRfc3339DateTime,
+  MAX_BODY_CONTAINERS,
+  MAX_BODY_DEPTH,
+  MAX_OBJECT_KEYS,
+  unstorableTextPaths,
+} from './validation';
 
 class NoteCreate {
   @IsOptional()
@@ -31,10 +42,31 @@ describe('ApiValidationPipe: deeply nested bodies', () => {
     await expect(pipe.transform({ name: 'ok' }, body)).resolves.toBeInstanceOf(NoteCreate);
   });
 
-  it('counts depth without recursion and stops early', () => {
-    expect(nestingDepth({ a: [{ b: 1 }] }, 100)).toBe(3);
-    expect(nestingDepth('text', 100)).toBe(0);
-    expect(nestingDepth(nested(1_000_000, 'array'), 32)).toBe(33);
+});
+
+describe('bodyShapeProblems: what no body may be, judged in one walk', () => {
+  it('takes a body at every bound', () => {
+    expect(bodyShapeProblems(nested(MAX_BODY_DEPTH, 'array'))).toBeNull();
+    expect(bodyShapeProblems({ hint: Object.fromEntries(Array.from({ length: MAX_OBJECT_KEYS }, (_v, i) => [`k${i}`, i])) })).toBeNull();
+    expect(bodyShapeProblems({ items: Array.from({ length: MAX_BODY_CONTAINERS - 2 }, () => ({})) })).toBeNull();
+    expect(bodyShapeProblems('text')).toBeNull();
+  });
+
+  it('counts depth without recursion, a million levels included', () => {
+    expect(bodyShapeProblems(nested(MAX_BODY_DEPTH + 1, 'array'))).toEqual({ body: [`nests deeper than ${MAX_BODY_DEPTH} levels`] });
+    expect(bodyShapeProblems(nested(1_000_000, 'object'))).toEqual({ body: [`nests deeper than ${MAX_BODY_DEPTH} levels`] });
+  });
+
+  it('names the object with one key too many, its path shortened', () => {
+    const many = Object.fromEntries(Array.from({ length: MAX_OBJECT_KEYS + 1 }, (_v, i) => [`k${i}`, i]));
+    expect(bodyShapeProblems({ a: [{ hint: many }] })).toEqual({ 'a[0].hint': [`has more than ${MAX_OBJECT_KEYS} keys`] });
+    expect(bodyShapeProblems(many)).toEqual({ body: [`has more than ${MAX_OBJECT_KEYS} keys`] });
+    const long = 'k'.repeat(10_000);
+    expect(Object.keys(bodyShapeProblems({ [long]: many })!)[0]).toBe(`${'k'.repeat(FIELD_ERROR_BOUNDS.key - 1)}…`);
+  });
+
+  it('refuses one object or array too many', () => {
+    expect(bodyShapeProblems({ items: Array.from({ length: MAX_BODY_CONTAINERS }, () => []) })).toEqual({ body: [`holds more than ${MAX_BODY_CONTAINERS} objects and arrays`] });
   });
 });
 

@@ -1,8 +1,9 @@
 import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
-import { ValidateBy, ValidateIf, type ValidationOptions, type ValidatorOptions } from 'class-validator';
+import { getMetadataStorage, ValidateBy, ValidateIf, type ValidationOptions, type ValidatorOptions } from 'class-validator';
 import { ApiError, type FieldErrors } from './api-error';
-import { addFieldError, mergeFieldErrors } from './field-errors';
-import { BOUNDS } from './input-bounds';
+import { MAX_NUMBER_CHARS } from './exact-json';
+import { addFieldError, countUnnamedField, FIELD_ERROR_BOUNDS, hasFieldErrors, mergeFieldErrors, namesMoreFields, shownKey } from './field-errors';
+import { BOUNDED_JSON, BOUNDS, jsonBoundsProblem } from './input-bounds';
 
 /**
  * A DTO field that may be left out but, when present, may not be null
@@ -101,21 +102,36 @@ export function unnamedKeysMessage(holder: unknown): string | undefined {
   return Reflect.getMetadata(UNKNOWN_KEYS_UNNAMED, holder.constructor) as string | undefined;
 }
 
-/** class-validator's error tree → `{ "tools[0].name": ["must be a string"] }`. `holder`: the object the errors are about. */
+/** Fields with a problem in one of class-validator's errors and its children. */
+function countErrors(error: ValidationError): number {
+  let count = error.constraints ? 1 : 0;
+  for (const child of error.children ?? []) count += countErrors(child);
+  return count;
+}
+
+/** class-validator's error tree → `{ "tools[0].name": ["must be a string"] }`, named up to `FIELD_ERROR_BOUNDS`. */
 export function flattenValidationErrors(errors: ValidationError[], parent = '', holder?: unknown): FieldErrors {
   const fields: FieldErrors = {};
   const unnamed = unnamedKeysMessage(holder);
   for (const error of errors) {
-    const path = parent === '' ? error.property : /^\d+$/.test(error.property) ? `${parent}[${error.property}]` : `${parent}.${error.property}`;
+    // past the named fields, an error is counted and its path never built
+    if (!namesMoreFields(fields)) {
+      countUnnamedField(fields, countErrors(error));
+      continue;
+    }
+    const property = printableKey(error.property);
+    const path = parent === '' ? property : /^\d+$/.test(property) ? `${parent}[${property}]` : `${parent}.${property}`;
     if (unnamed !== undefined && error.constraints && 'whitelistValidation' in error.constraints) {
       // once however many unknown keys there are
       if (!Object.prototype.hasOwnProperty.call(fields, parent)) addFieldError(fields, parent, unnamed);
       continue;
     }
     if (error.constraints) {
-      const problems = problemsOf(error.constraints);
+      // the whitelist's message holds the key as sent, which may be long: said again with the key shortened
+      const problems = 'whitelistValidation' in error.constraints ? [`property ${property} should not exist`] : problemsOf(error.constraints);
       // a missing field whose rules have no kind rule (only lengths, patterns…): say it is missing
-      fields[path] = error.value === undefined && !KIND_CONSTRAINTS.some((name) => name in error.constraints!) ? [`${error.property} is required`] : problems;
+      const said = error.value === undefined && !KIND_CONSTRAINTS.some((name) => name in error.constraints!) ? [`${property} is required`] : problems;
+      for (const problem of said) addFieldError(fields, path, problem);
     }
     if (error.children?.length) mergeFieldErrors(fields, flattenValidationErrors(error.children, path, error.value));
   }
@@ -140,6 +156,78 @@ export function nestingDepth(value: unknown, limit: number): number {
   return deepest;
 }
 
+/**
+ * The most keys one object of a body may have. class-transformer removes
+ * duplicate keys from each object it builds by comparing every key with
+ * every other: 90,000 keys took half a minute. A DTO has a few dozen fields
+ * and free-form objects (hints, configurations, headers) a few hundred keys
+ * at most, so a thousand is far from any real body.
+ */
+export const MAX_OBJECT_KEYS = 1_000;
+
+/**
+ * The most objects and arrays one body may hold. Every step after parsing
+ * (the prototype-key strip, class-transformer, the text and key walks) pays
+ * several microseconds per object, ten times what it pays per string: a
+ * megabyte of `{}` is 330,000 of them and blocked the event loop for
+ * seconds. The largest real bodies (an agent with 128 tools and 100 data
+ * sources, a custom tool with 50 parameters) hold a few hundred.
+ */
+export const MAX_BODY_CONTAINERS = 10_000;
+
+/** The bounds on a body's shape and on error answers, in words, for the API description. */
+export const HOSTILE_INPUT_RULES =
+  `A body may hold at most ${MAX_BODY_CONTAINERS} objects and arrays in all and ${MAX_OBJECT_KEYS} keys per object, and a number written with at most ${MAX_NUMBER_CHARS} characters (422 naming the field). ` +
+  `A 422 \`validation_failed\` names at most ${FIELD_ERROR_BOUNDS.fields} fields in \`error.details.fields\` (fewer when their paths and problems pass ${FIELD_ERROR_BOUNDS.text} characters; ` +
+  `paths are cut at ${FIELD_ERROR_BOUNDS.path} characters, keys inside them at ${FIELD_ERROR_BOUNDS.key}) and gives how many fields had a problem in \`error.details.field_count\`.`;
+
+interface ShapeNode {
+  node: object;
+  level: number;
+  parent: ShapeNode | null;
+  key: string | number;
+}
+
+/** The path of a node of the walk below, built only for the answer. */
+function shapePath(entry: ShapeNode): string {
+  const keys: Array<string | number> = [];
+  for (let at: ShapeNode | null = entry; at?.parent; at = at.parent) keys.push(at.key);
+  let path = '';
+  for (const key of keys.reverse()) path = typeof key === 'number' ? `${path}[${key}]` : path === '' ? printableKey(key) : `${path}.${printableKey(key)}`;
+  return path || 'body';
+}
+
+/**
+ * What no body may be, whatever route reads it, judged in one walk before
+ * any step whose cost grows faster than the body (the exact-number trace,
+ * class-transformer): nested deeper than `MAX_BODY_DEPTH`, an object with
+ * more than `MAX_OBJECT_KEYS` keys, or more than `MAX_BODY_CONTAINERS`
+ * objects and arrays in all. Null when the shape is fine.
+ */
+export function bodyShapeProblems(value: unknown): FieldErrors | null {
+  if (value === null || typeof value !== 'object') return null;
+  const stack: ShapeNode[] = [{ node: value, level: 1, parent: null, key: '' }];
+  let containers = 1;
+  const push = (entry: ShapeNode, key: string | number, child: unknown) => {
+    if (child === null || typeof child !== 'object') return;
+    containers++;
+    stack.push({ node: child, level: entry.level + 1, parent: entry, key });
+  };
+  while (stack.length > 0) {
+    if (containers > MAX_BODY_CONTAINERS) return { body: [`holds more than ${MAX_BODY_CONTAINERS} objects and arrays`] };
+    const entry = stack.pop()!;
+    if (entry.level > MAX_BODY_DEPTH) return { body: [`nests deeper than ${MAX_BODY_DEPTH} levels`] };
+    if (Array.isArray(entry.node)) {
+      entry.node.forEach((child, index) => push(entry, index, child));
+      continue;
+    }
+    const keys = Object.keys(entry.node);
+    if (keys.length > MAX_OBJECT_KEYS) return { [shapePath(entry)]: [`has more than ${MAX_OBJECT_KEYS} keys`] };
+    for (const key of keys) push(entry, key, (entry.node as Record<string, unknown>)[key]);
+  }
+  return null;
+}
+
 function isEmptyObject(value: unknown): boolean {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
   for (const _key in value) return false;
@@ -158,12 +246,18 @@ function textProblem(text: string): string | null {
   return UNPAIRED_SURROGATE.test(text) ? UNPAIRED_PROBLEM : null;
 }
 
-/** A key as a path segment: NUL and unpaired surrogates escaped, so the message stays printable. */
-function shownKey(key: string): string {
-  return key
+/** A key as a path segment: shortened, NUL and unpaired surrogates escaped, so the message stays printable. */
+function printableKey(key: string): string {
+  return shownKey(key)
     .split(NUL)
     .join('\\u0000')
     .replace(UNPAIRED_SURROGATES, (unit) => `\\u${unit.charCodeAt(0).toString(16)}`);
+}
+
+/** Names the field while the answer names more, else counts it: its path is built only when named. */
+function addOrCount(found: FieldErrors, path: () => string, problem: string): void {
+  if (namesMoreFields(found)) addFieldError(found, path(), problem);
+  else countUnnamedField(found);
 }
 
 /**
@@ -175,15 +269,15 @@ function shownKey(key: string): string {
 export function unstorableTextPaths(value: unknown, path = '', found: FieldErrors = {}): FieldErrors {
   if (typeof value === 'string') {
     const problem = textProblem(value);
-    if (problem) found[path === '' ? 'body' : path] = [problem];
+    if (problem) addOrCount(found, () => (path === '' ? 'body' : path), problem);
   } else if (Array.isArray(value)) {
     value.forEach((item, i) => unstorableTextPaths(item, `${path}[${i}]`, found));
   } else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
-      const itemPath = path === '' ? shownKey(key) : `${path}.${shownKey(key)}`;
-      const problem = textProblem(key);
-      if (problem) found[itemPath] = [problem];
-      else unstorableTextPaths(item, itemPath, found);
+      const itemPath = () => (path === '' ? printableKey(key) : `${path}.${printableKey(key)}`);
+      const problem = textProblem(key) ?? (typeof item === 'string' ? textProblem(item) : null);
+      if (problem) addOrCount(found, itemPath, problem);
+      else if (item !== null && typeof item === 'object') unstorableTextPaths(item, itemPath(), found);
     }
   }
   return found;
@@ -196,10 +290,7 @@ const PROTO_KEY_PROBLEM = 'must not be used as a key: JavaScript reads __proto__
 const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 /** A DTO instance (class-transformer built it from a class), as opposed to its plain copy of free-form JSON. */
 const isDtoInstance = (value: unknown): boolean => isRecord(value) && value.constructor !== Object;
-const keyPath = (path: string, key: string) => (path === '' ? key : `${path}.${key}`);
-/** `found[path] = problems` as an own property even when the path is `__proto__` (an assignment would set the prototype). */
-const putField = (found: FieldErrors, path: string, problems: string[]) =>
-  Object.defineProperty(found, path, { value: problems, enumerable: true, writable: true, configurable: true });
+const keyPath = (path: string, key: string) => (path === '' ? printableKey(key) : `${path}.${printableKey(key)}`);
 
 /**
  * Keys that the base ValidationPipe deletes (`__proto__`, `prototype`,
@@ -241,7 +332,7 @@ function protoKeyPaths(value: unknown, path: string, found: FieldErrors): void {
   if (Array.isArray(value)) value.forEach((item, i) => protoKeyPaths(item, `${path}[${i}]`, found));
   else if (isRecord(value)) {
     for (const key of Object.keys(value)) {
-      if (key === '__proto__') putField(found, keyPath(path, key), [PROTO_KEY_PROBLEM]);
+      if (key === '__proto__') addOrCount(found, () => keyPath(path, key), PROTO_KEY_PROBLEM);
       else protoKeyPaths(value[key], keyPath(path, key), found);
     }
   }
@@ -277,8 +368,84 @@ export function keepJsonAsSent(raw: unknown, built: object, path = '', found: Fi
   const instance = built as Record<string, unknown>;
   const unnamed = unnamedKeysMessage(built);
   for (const key of Object.keys(raw)) {
-    if (!Object.prototype.hasOwnProperty.call(instance, key)) putField(found, unnamed !== undefined ? path : keyPath(path, key), [unnamed ?? `property ${key} should not exist`]);
+    if (!Object.prototype.hasOwnProperty.call(instance, key)) {
+      if (unnamed === undefined) addOrCount(found, () => keyPath(path, key), `property ${printableKey(key)} should not exist`);
+      else if (!Object.prototype.hasOwnProperty.call(found, path)) addOrCount(found, () => path, unnamed);
+    }
     else keepFieldAsSent(raw[key], instance, key, keyPath(path, key), found);
+  }
+  return found;
+}
+
+interface FieldBounds {
+  /** `@ArrayMaxSize` */
+  arrays: Array<{ property: string; max: number }>;
+  /** `@IsBoundedJson` */
+  boundedJson: string[];
+}
+
+/** Each DTO class's bounds that need no built DTO, read once from class-validator's metadata. */
+const fieldBounds = new WeakMap<object, FieldBounds>();
+
+function fieldBoundsOf(target: object): FieldBounds {
+  let bounds = fieldBounds.get(target);
+  if (!bounds) {
+    const metadatas = getMetadataStorage().getTargetValidationMetadatas(target as new () => object, '', true, false);
+    bounds = {
+      arrays: metadatas
+        .filter((metadata) => metadata.name === 'arrayMaxSize')
+        .map((metadata) => ({ property: metadata.propertyName, max: Number((metadata.constraints as unknown[])[0]) })),
+      boundedJson: metadatas.filter((metadata) => metadata.name === BOUNDED_JSON).map((metadata) => metadata.propertyName),
+    };
+    fieldBounds.set(target, bounds);
+  }
+  return bounds;
+}
+
+/**
+ * The fields of a body class whose bound can be judged on the JSON as sent,
+ * before class-transformer copies every value of it: arrays over their
+ * `@ArrayMaxSize`, free-form JSON over its `@IsBoundedJson` size. A megabyte
+ * of `{}` in `tools` or in `pending_trigger_hint` is refused in one look at
+ * the field instead of after a third of a million copies.
+ */
+function rawFieldBoundProblems(body: Record<string, unknown>, target: object): FieldErrors {
+  const found: FieldErrors = {};
+  const bounds = fieldBoundsOf(target);
+  for (const { property, max } of bounds.arrays) {
+    const value = body[property];
+    if (Array.isArray(value) && value.length > max) addFieldError(found, property, `${property} must contain no more than ${max} elements`);
+  }
+  for (const property of bounds.boundedJson) {
+    const problem = jsonBoundsProblem(body[property]);
+    if (problem) addFieldError(found, property, `${property} ${problem}`);
+  }
+  return found;
+}
+
+/**
+ * Every array of a built DTO longer than its `@ArrayMaxSize`, by path, with
+ * class-validator's own words. Judged before class-validator runs, which
+ * validates each item of an array before its length: a megabyte of `{}` in
+ * `tools` was 250,000 nested validations and as many errors, for an answer
+ * that says "at most 128" (docs/decisions.md, "Hostile input: bounded work
+ * and answers"). Items are walked only within their array's bound.
+ */
+function oversizedArrayPaths(built: object, path = '', found: FieldErrors = {}): FieldErrors {
+  const instance = built as Record<string, unknown>;
+  const over = new Set<string>();
+  for (const { property, max } of fieldBoundsOf(built.constructor).arrays) {
+    const value = instance[property];
+    if (Array.isArray(value) && value.length > max) {
+      over.add(property);
+      addFieldError(found, keyPath(path, property), `${property} must contain no more than ${max} elements`);
+    }
+  }
+  for (const key of Object.keys(instance)) {
+    const value = instance[key];
+    if (over.has(key)) continue;
+    if (isDtoInstance(value)) oversizedArrayPaths(value as object, keyPath(path, key), found);
+    else if (Array.isArray(value)) value.forEach((item, i) => isDtoInstance(item) && oversizedArrayPaths(item as object, `${keyPath(path, key)}[${i}]`, found));
   }
   return found;
 }
@@ -340,12 +507,19 @@ export class ApiValidationPipe extends ValidationPipe {
     return valid;
   }
 
+  /** Called by the base pipe with the DTO it built, before class-validator: arrays over their bound are refused first. */
+  protected override validate(object: object, validatorOptions?: ValidatorOptions): Promise<ValidationError[]> | ValidationError[] {
+    const oversized = oversizedArrayPaths(object);
+    if (hasFieldErrors(oversized)) throw ApiError.validation(oversized);
+    return super.validate(object, validatorOptions);
+  }
+
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const isDto = typeof metadata.metatype === 'function' && ![String, Number, Boolean, Array, Object].includes(metadata.metatype as never);
-    // class-transformer recurses once per level: 10,000 levels overflow the stack (a 500)
-    if (metadata.type === 'body' && !Buffer.isBuffer(value) && nestingDepth(value, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) {
-      throw ApiError.validation({ body: [`nests deeper than ${MAX_BODY_DEPTH} levels`] });
-    }
+    // class-transformer recurses once per level (10,000 levels overflow the stack, a 500) and compares
+    // every key of an object with every other; the body reader judged this already, other callers not
+    const shape = metadata.type === 'body' && !Buffer.isBuffer(value) ? bodyShapeProblems(value) : null;
+    if (shape) throw ApiError.validation(shape);
     if (metadata.type === 'body' && isDto) {
       if (value === undefined) value = {};
       // a Buffer is a body of another Content-Type, read only for the idempotency fingerprint
@@ -353,6 +527,8 @@ export class ApiValidationPipe extends ValidationPipe {
         throw ApiError.validation({ body: ['must be a JSON object'] });
       }
       precheckOf(metadata.metatype)?.(value as Record<string, unknown>);
+      const overBound = rawFieldBoundProblems(value as Record<string, unknown>, metadata.metatype!);
+      if (hasFieldErrors(overBound)) throw ApiError.validation(overBound);
     }
     if (metadata.type === 'query' && isDto && (value === undefined || value === null)) value = {};
     // no query at all (most list requests): class-transformer would build a bare
@@ -362,7 +538,7 @@ export class ApiValidationPipe extends ValidationPipe {
     }
     if (metadata.type === 'body' || metadata.type === 'query') {
       const fields = unstorableTextPaths(value);
-      if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
+      if (hasFieldErrors(fields)) throw ApiError.validation(fields);
     }
     if (metadata.type === 'query') return this.queryPipe.transform(value, metadata);
     // the base pipe deletes `__proto__`, `prototype` and `constructor` keys in place before building
@@ -371,7 +547,7 @@ export class ApiValidationPipe extends ValidationPipe {
     const built = (await super.transform(value, metadata)) as unknown;
     if (sent !== undefined && isDtoInstance(built)) {
       const fields = keepJsonAsSent(sent, built as object);
-      if (Object.keys(fields).length > 0) throw ApiError.validation(fields);
+      if (hasFieldErrors(fields)) throw ApiError.validation(fields);
     }
     return built;
   }

@@ -4,6 +4,8 @@ import type { Readable, Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { inexactNumberPaths } from '../common/exact-json';
+import { hasFieldErrors } from '../common/field-errors';
+import { bodyShapeProblems } from '../common/validation';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -108,9 +110,12 @@ export function parseJsonBody(bytes: Buffer, contentType: string): unknown {
     }
   }
   if (parsed === undefined) throw ApiError.validation({ body: ['is not valid JSON'] }, 'The request body is not valid JSON.');
+  // before the exact-number trace and class-transformer, whose work grows with depth and keys per object
+  const shape = bodyShapeProblems(parsed);
+  if (shape) throw ApiError.validation(shape);
   // a number JavaScript would round, overflow or sign-flip is refused by name, never stored changed
   const inexact = inexactNumberPaths(text);
-  if (Object.keys(inexact).length > 0) throw ApiError.validation(inexact, 'The request body holds a number that cannot be stored exactly.');
+  if (hasFieldErrors(inexact)) throw ApiError.validation(inexact, 'The request body holds a number that cannot be stored exactly.');
   return parsed;
 }
 

@@ -4,7 +4,7 @@ import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swag
 import { BEARER_SCHEME } from '../auth/auth.decorators';
 import { API_PREFIX } from '../common/api-paths';
 import { partialUpdateBodySchemas, schemaRulesByName } from '../common/openapi';
-import { MAX_BODY_DEPTH } from '../common/validation';
+import { HOSTILE_INPUT_RULES, MAX_BODY_DEPTH } from '../common/validation';
 import { documentIdempotency } from '../idempotency/idempotency.openapi';
 import { documentRateLimits } from '../rate-limit/rate-limit.openapi';
 
@@ -61,6 +61,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         `Request bodies are JSON in UTF-8 (\`Content-Encoding\` gzip, deflate or br accepted), an object or array at the top, at most 1 MiB once decompressed (413) ` +
         `and nested at most ${MAX_BODY_DEPTH} levels; text holding U+0000, invalid UTF-8 or an unpaired surrogate is refused (422). ` +
         `${EXACT_JSON_RULES} ` +
+        `${HOSTILE_INPUT_RULES} ` +
         'A request body is read only once the request\'s API key is found valid: any other request is answered from its headers alone, ' +
         'its body unread (and its connection closed when the body has not all arrived). A body that arrives slower than 1 KiB/s on average ' +
         'after its first 5 s (the defaults) may have its connection closed when the server needs room for a new one. ' +

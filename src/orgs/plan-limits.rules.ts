@@ -1,4 +1,4 @@
-import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
+import { ApiError, type FieldErrors } from '../common/api-error';
 import { addFieldError, mergeFieldErrors } from '../common/field-errors';
 import type { OrgLimits } from '../database/schema';
 
@@ -21,7 +21,7 @@ export function planLimitReached(cap: PlanCap, max: number, problem: string, atF
   const fields: FieldErrors = {};
   addFieldError(fields, `limits.${cap}`, problem);
   mergeFieldErrors(fields, atFault);
-  return new ApiError(ErrorCode.ValidationFailed, `Plan limit reached: limits.${cap} allows ${max}; ${problem}.`, { limit: cap, max, fields });
+  return ApiError.validation(fields, `Plan limit reached: limits.${cap} allows ${max}; ${problem}.`, { limit: cap, max });
 }
 
 /**
