@@ -28,6 +28,8 @@ export interface RequestContext {
   authFailure?: AuthenticationFailure;
   /** set by the tenant concurrency guard (common/tenant-concurrency.ts); called once the answer is sent */
   releaseTenantSlots?: () => void;
+  /** set by the tenant concurrency guard when the request waited in its tenant's queue: how long, and when its slots were taken */
+  tenantQueue?: { waitedMs: number; until: number };
   /** the body bytes as received (decoded), for idempotency fingerprints */
   rawBody?: Buffer;
   body?: unknown;

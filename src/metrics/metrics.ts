@@ -65,6 +65,7 @@ export class Metrics {
   private readonly jobDuration: Histogram<'job_name'>;
   private readonly jobLastSuccess: Gauge<'job_name'>;
   private readonly tenantBusyAnswers: Counter<'bound'>;
+  private readonly tenantQueueDeadlines: Counter;
 
   constructor(readonly enabled: boolean) {
     const registers = [this.registry];
@@ -166,6 +167,11 @@ export class Metrics {
       labelNames: ['bound'],
       registers,
     });
+    this.tenantQueueDeadlines = new Counter({
+      name: 'tenant_queue_deadline_answers_total',
+      help: "Requests answered 503 because their database deadline passed after most of it went waiting in their own tenant's queue (not a database fault).",
+      registers,
+    });
     if (!enabled) return;
     for (const bound of ['organization', 'key']) this.tenantBusyAnswers.inc({ bound }, 0);
     // every closed-set series exists from the start, at 0, so that rate() and alerts see the first event
@@ -218,6 +224,10 @@ export class Metrics {
   /** The result of one readiness check of a dependency the instance can serve without. */
   readinessCheck(check: 'redis', degraded: boolean): void {
     if (this.enabled) this.readinessDegraded.set({ check }, degraded ? 1 : 0);
+  }
+
+  tenantQueueDeadline(): void {
+    if (this.enabled) this.tenantQueueDeadlines.inc();
   }
 
   tenantBusy(bound: 'organization' | 'key'): void {
