@@ -5,6 +5,7 @@ import { Client } from 'pg';
 import { createOrg, type TestOrg } from '../support/factories';
 import { startTestCluster, type TestCluster } from '../support/pg-cluster';
 import { createTestApp, type TestApp } from '../support/test-app';
+import { linesWithQueryText } from '../support/log-lines';
 
 /**
  * A pooled connection whose backend died while it sat idle (terminated by an
@@ -198,4 +199,9 @@ describe('connections that die while idle (server engine)', () => {
     expect(rows[0].marker).toBe(marker);
     expect(rows[0].pid).not.toBe(killed);
   }, 30_000);
+
+  it('no log line the faults produced carries a query\'s text or parameters', () => {
+    expect(t.logs.length).toBeGreaterThan(0);
+    expect(linesWithQueryText(t.logs)).toEqual([]);
+  });
 });

@@ -5,6 +5,7 @@ import { createOrg, type TestOrg } from '../support/factories';
 import { startServer, type ServerProcess } from '../support/server-process';
 import { describeWithRedis, startRedisFromPath, type TestRedis } from '../support/redis-server';
 import { createTestApp, type TestApp } from '../support/test-app';
+import { linesWithQueryText } from '../support/log-lines';
 
 /**
  * One key's budget is shared by every instance, exactly, on a saturated
@@ -123,4 +124,9 @@ describeWithRedis('the shared rate limit under CPU saturation')('one key across 
     expect(mixedStatuses.filter((s) => s >= 500 && s !== 503)).toEqual([]);
     console.log(`shared rate limit: ${allowed.length} of ${keyed.length} allowed for one key of budget ${LIMIT}, beside ${mixedStatuses.length} mixed requests, ${INSTANCES} busy instances`);
   }, 170_000);
+
+  it('no log line the instances produced carries a query\'s text or parameters', () => {
+    const output = instances.map((instance) => instance.output());
+    expect(linesWithQueryText(output)).toEqual([]);
+  });
 });
