@@ -19,7 +19,7 @@ export interface Readiness {
 }
 
 /** A failing check that does not make the instance unready. */
-export const DEGRADED = 'degraded: ';
+const DEGRADED = 'degraded: ';
 
 /** A check that passes readiness: ok, not configured, or a dependency the instance serves without. */
 export function passes(result: CheckResult): boolean {
