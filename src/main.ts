@@ -14,7 +14,10 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   // one line, no stack: a bad setting or an unreachable database is an operator's problem to read
-  const message = error instanceof Error ? error.message : String(error);
+  // a query error's message is the query's text and parameters (drizzle's): its code instead
+  const query = error instanceof Error && 'params' in error;
+  const code = query ? ((error.cause as { code?: unknown } | undefined)?.code ?? 'no code') : null;
+  const message = query ? `a database query failed (${String(code)})` : error instanceof Error ? error.message : String(error);
   const reason =
     error instanceof ConfigError
       ? `invalid configuration: ${message}`

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { servedRoutes } from '../src/bootstrap';
 import { HealthService } from '../src/health/health.service';
+import { Metrics } from '../src/metrics/metrics';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /** GET /healthz and GET /readyz: probes an orchestrator can use, outside /api/v1, no key. */
@@ -78,22 +79,38 @@ describe('readiness', () => {
 });
 
 describe('readiness of dependencies that do not answer', () => {
-  test('Redis configured but unreachable: 503 naming redis; the database closed: naming database', async () => {
-    const app = await createTestApp({ redisUrl: 'redis://127.0.0.1:1' });
+  test('Redis configured but unreachable: 200, degraded (the limiter counts in memory), and the metric says so', async () => {
+    const app = await createTestApp({ redisUrl: 'redis://127.0.0.1:1', metricsPort: 0 });
     try {
       const res = await app.http.get('/readyz');
-      expect(res.status).toBe(503);
-      expect(res.body.error.details.failing).toEqual(['redis']);
+      expect(res.status).toBe(200);
+      expect(res.body.data).toEqual({
+        status: 'ready',
+        checks: { draining: 'ok', database: 'ok', migrations: 'ok', redis: expect.stringMatching(/^degraded: (error code [0-9A-Z_]+|no answer within \d+ ms|\w+ \(no error code\))$/) },
+        degraded: ['redis'],
+      });
+      const metrics = await app.app.get(Metrics).render();
+      expect(metrics).toMatch(/^readiness_degraded\{check="redis"\} 1$/m);
+      // the API serves on
+      expect((await app.http.get('/api/v1/')).status).toBe(200);
+    } finally {
+      await app.close().catch(() => undefined);
+    }
+  });
+
+  test('the database closed: 503 naming database and migrations; Redis still only degraded', async () => {
+    const app = await createTestApp({ redisUrl: 'redis://127.0.0.1:1' });
+    try {
       await app.connection.close();
       const down = await app.http.get('/readyz');
       expect(down.status).toBe(503);
-      expect(down.body.error.details.failing).toEqual(expect.arrayContaining(['database', 'migrations', 'redis']));
+      expect(down.body.error.details.failing).toEqual(['database', 'migrations']);
       // the driver's error code or the error's class, never its message (Drizzle's carries the query text)
-      const shown = /^failed: (error code [0-9A-Z_]+|no answer within \d+ ms|\w+ \(no error code\))$/;
+      const shown = /^(failed|degraded): (error code [0-9A-Z_]+|no answer within \d+ ms|\w+ \(no error code\))$/;
       expect(down.body.error.details.checks).toEqual(
         expect.objectContaining({ database: expect.stringMatching(shown), migrations: expect.stringMatching(shown), redis: expect.stringMatching(shown) }),
       );
-      expect(down.body.error.message).toMatch(/^Not ready: database \(.+\), migrations \(.+\), redis \(.+\)\.$/);
+      expect(down.body.error.message).toMatch(/^Not ready: database \(.+\), migrations \(.+\)\.$/);
       expect(JSON.stringify(down.body)).not.toMatch(/select|query|params/i);
     } finally {
       await app.close().catch(() => undefined);

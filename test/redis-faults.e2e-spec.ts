@@ -6,6 +6,7 @@ import { createOrg } from './support/factories';
 import { sampleValue, scrapeMetrics, type Exposition } from './support/prometheus';
 import { describeWithRedis, startRedisFromPath, type TestRedis } from './support/redis-server';
 import { createTestApp, type TestApp } from './support/test-app';
+import { linesWithQueryText } from './support/log-lines';
 
 /**
  * Redis trouble costs a request at most one command budget, from the first
@@ -143,5 +144,10 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
     expect(now).toBeGreaterThan(before);
     expect(t.logs.join('')).toContain('answers again');
     expect(sampleValue(await scrapeMetrics(t.app), 'rate_limit_redis_fallback_active')).toBe(0);
+  });
+
+  it('no log line the faults produced carries a query\'s text or parameters', () => {
+    expect(t.logs.length).toBeGreaterThan(0);
+    expect(linesWithQueryText(t.logs)).toEqual([]);
   });
 });

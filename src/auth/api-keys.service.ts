@@ -3,7 +3,7 @@ import { constantTimeEqual, randomUrlSafe, sha256Hex } from '../../libs/crypto/c
 import { newId } from '../../libs/ids/ids';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { ApiError, ErrorCode } from '../common/api-error';
-import { LOGGER, type AppLogger } from '../common/logger';
+import { LOGGER, loggableError, type AppLogger } from '../common/logger';
 import type { AuthContext } from '../common/request-context';
 import type { AuthFailureReason } from '../metrics/metrics';
 import { ApiKeysRepository, type ApiKeyRow } from './api-keys.repository';
@@ -245,7 +245,8 @@ export class ApiKeysService implements OnModuleDestroy {
     try {
       await this.repository.recordLastUsed(entries);
     } catch (error) {
-      this.logger.warn({ err: { message: (error as Error).message } }, 'could not record api key last_used_at');
+      // loggableError: a query error's message is the query's text and parameters
+      this.logger.warn({ err: loggableError(error) }, 'could not record api key last_used_at');
     }
   }
 }

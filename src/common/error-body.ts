@@ -1,7 +1,8 @@
 import { HttpException } from '@nestjs/common';
 import { ApiError, ErrorCode } from './api-error';
 import { databaseErrorState, translateDatabaseError } from '../database/database-errors';
-import { loggableError, type AppLogger } from './logger';
+import { loggableError, warnRepeated, type AppLogger } from './logger';
+import type { RequestContext } from './request-context';
 
 /**
  * The HTTP status a framework error carries: Nest's HttpException, or the
@@ -60,17 +61,43 @@ export function apiErrorOf(exception: unknown): ApiError | null {
 }
 
 /**
+ * A request whose database deadline passed (ETIMEDOUT, the database
+ * layer's own code) after it had waited longer in its tenant's queue than
+ * it has spent since: the tenant's own flood used the time, not the database.
+ */
+function spentInTenantQueue(exception: unknown, tenantQueue: RequestContext['tenantQueue']): boolean {
+  if (!tenantQueue) return false;
+  const code = (exception as { code?: unknown } | null)?.code;
+  return code === 'ETIMEDOUT' && tenantQueue.waitedMs >= Date.now() - tenantQueue.until;
+}
+
+/**
  * `apiErrorOf`, or 500 `internal_error` for an unexpected error: what the
  * exception filter answers. It logs what an operator must see, with the
  * request id and never request data: an unexpected error (a database error
  * as such, with its SQLSTATE), and as a warning a database that is
  * unreachable or asks for a retry (503).
  */
-export function apiErrorOrInternal(exception: unknown, requestId: string, logger: AppLogger): ApiError {
+export function apiErrorOrInternal(
+  exception: unknown,
+  requestId: string,
+  logger: AppLogger,
+  tenantQueue?: RequestContext['tenantQueue'],
+  onTenantQueueDeadline?: () => void,
+): ApiError {
   const expected = classify(exception);
   if (expected) {
     if (expected.from === 'database' && expected.error.code === ErrorCode.ServiceUnavailable) {
-      logger.warn({ request_id: requestId, err: loggableError(exception) }, 'database unavailable');
+      if (spentInTenantQueue(exception, tenantQueue)) {
+        onTenantQueueDeadline?.();
+        warnRepeated(
+          logger,
+          { request_id: requestId, queued_ms: tenantQueue!.waitedMs },
+          "request deadline spent waiting in its tenant's queue (the tenant's own requests in progress), not on the database",
+        );
+      } else {
+        warnRepeated(logger, { request_id: requestId, err: loggableError(exception) }, 'database unavailable');
+      }
     }
     return expected.error;
   }

@@ -2,13 +2,14 @@ import { BadRequestException, type ArgumentsHost } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
 import type { AppLogger } from './logger';
 import { ErrorEnvelopeFilter } from './error.filter';
+import { Metrics } from '../metrics/metrics';
 
 function render(exception: unknown): { status: number; body: { error: { code: string } } } {
   let status = 0;
   let body: unknown;
   const adapter = { setHeader: () => undefined, reply: (_res: unknown, b: unknown, s: number) => ((body = b), (status = s)) };
   const logger = { warn: () => undefined, error: () => undefined } as unknown as AppLogger;
-  const filter = new ErrorEnvelopeFilter({ httpAdapter: adapter } as unknown as HttpAdapterHost, logger);
+  const filter = new ErrorEnvelopeFilter({ httpAdapter: adapter } as unknown as HttpAdapterHost, logger, new Metrics(false));
   const host = { switchToHttp: () => ({ getRequest: () => ({ requestId: 'req_test' }), getResponse: () => ({}) }) } as unknown as ArgumentsHost;
   filter.catch(exception, host);
   return { status, body: body as { error: { code: string } } };
@@ -44,7 +45,7 @@ describe('ErrorEnvelopeFilter: database errors', () => {
     let status = 0;
     const adapter = { setHeader: () => undefined, reply: (_res: unknown, _b: unknown, s: number) => (status = s) };
     const host = { switchToHttp: () => ({ getRequest: () => ({ requestId: 'req_test' }), getResponse: () => ({}) }) } as unknown as ArgumentsHost;
-    new ErrorEnvelopeFilter({ httpAdapter: adapter } as unknown as HttpAdapterHost, logger).catch(exception, host);
+    new ErrorEnvelopeFilter({ httpAdapter: adapter } as unknown as HttpAdapterHost, logger, new Metrics(false)).catch(exception, host);
     return { status, lines };
   }
   const failedQuery = (code: string) => Object.assign(new Error('Failed query: select 1'), { params: [], cause: Object.assign(new Error('db error'), { code, severity: 'ERROR' }) });

@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, Inject } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { apiErrorOrInternal, renderErrorBody } from './error-body';
 import { LOGGER, type AppLogger } from './logger';
+import { Metrics } from '../metrics/metrics';
 import { REQUEST_ID_HEADER, resolveRequestId, type RequestContext } from './request-context';
 
 /** Renders every error, ours or the framework's, in the contract's error envelope. */
@@ -10,6 +11,7 @@ export class ErrorEnvelopeFilter implements ExceptionFilter {
   constructor(
     private readonly adapterHost: HttpAdapterHost,
     @Inject(LOGGER) private readonly logger: AppLogger,
+    private readonly metrics: Metrics,
   ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
@@ -19,7 +21,7 @@ export class ErrorEnvelopeFilter implements ExceptionFilter {
     const adapter = this.adapterHost.httpAdapter;
     const requestId = request.requestId || resolveRequestId(undefined);
 
-    const error = apiErrorOrInternal(exception, requestId, this.logger);
+    const error = apiErrorOrInternal(exception, requestId, this.logger, request.tenantQueue, () => this.metrics.tenantQueueDeadline());
     adapter.setHeader(response, REQUEST_ID_HEADER, requestId);
     for (const [name, value] of Object.entries(error.headers ?? {})) adapter.setHeader(response, name, value);
     const body = renderErrorBody(error, requestId);

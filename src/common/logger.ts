@@ -58,6 +58,31 @@ export function createLogger(config: Pick<AppConfig, 'logLevel'>, destination?: 
   );
 }
 
+/** How often one kind of repeated warning is written at most. */
+const REPEATED_WARNING_EVERY_MS = 10_000;
+const REPEATED_WARNINGS = new WeakMap<AppLogger, Map<string, { lastAt: number; left: number }>>();
+
+/**
+ * A warning that may repeat for every request (a database outage, a
+ * tenant's own flood): written at most once per 10 s per logger and
+ * message, the next line saying how many were left out (`repeated`), so a
+ * flood neither floods the logs nor raises an alert per request.
+ */
+export function warnRepeated(logger: AppLogger, fields: Record<string, unknown>, message: string): void {
+  let kinds = REPEATED_WARNINGS.get(logger);
+  if (!kinds) REPEATED_WARNINGS.set(logger, (kinds = new Map()));
+  let kind = kinds.get(message);
+  if (!kind) kinds.set(message, (kind = { lastAt: -Infinity, left: 0 }));
+  const now = performance.now();
+  if (now - kind.lastAt < REPEATED_WARNING_EVERY_MS) {
+    kind.left += 1;
+    return;
+  }
+  kind.lastAt = now;
+  logger.warn(kind.left > 0 ? { ...fields, repeated: kind.left } : fields, message);
+  kind.left = 0;
+}
+
 const REQUEST_LINE_LOGGERS = new WeakMap<AppLogger, AppLogger>();
 
 /**

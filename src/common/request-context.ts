@@ -32,6 +32,8 @@ export interface RequestContext {
   releaseTenantSlots?: () => void;
   /** the 503 of a tenant whose slots stayed busy, found before the body was read; the tenant concurrency guard throws it */
   tenantRefusal?: unknown;
+  /** set by the tenant concurrency guard when the request waited in its tenant's queue: how long, and when its slots were taken */
+  tenantQueue?: { waitedMs: number; until: number };
   /** the body bytes as received (decoded), for idempotency fingerprints */
   rawBody?: Buffer;
   body?: unknown;

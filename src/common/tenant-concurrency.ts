@@ -130,29 +130,35 @@ export class TenantConcurrencyGuard implements CanActivate {
     const auth = request.auth!;
     const key = this.keys.tryAcquire(auth.keyId);
     if (key) return this.enterOrganization(request, auth.orgId, key);
+    const queuedAt = Date.now();
     return this.keys.acquire(auth.keyId, this.waitMs()).then((waited) => {
       if (!waited) {
         this.metrics.tenantBusy('key');
         throw busy('key', this.keys.limit);
       }
-      return this.enterOrganization(request, auth.orgId, waited);
+      return this.enterOrganization(request, auth.orgId, waited, queuedAt);
     });
   }
 
-  private enterOrganization(request: RequestContext, orgId: string, key: () => void): Promise<void> | undefined {
+  private enterOrganization(request: RequestContext, orgId: string, key: () => void, queuedAt?: number): Promise<void> | undefined {
     const org = this.orgs.tryAcquire(orgId);
-    if (org) return this.hold(request, org, key);
+    if (org) return this.hold(request, org, key, queuedAt);
+    const orgQueuedAt = queuedAt ?? Date.now();
     return this.orgs.acquire(orgId, this.waitMs()).then((waited) => {
       if (!waited) {
         key();
         this.metrics.tenantBusy('organization');
         throw busy('organization', this.orgs.limit);
       }
-      return this.hold(request, waited, key);
+      return this.hold(request, waited, key, orgQueuedAt);
     });
   }
 
-  private hold(request: RequestContext, org: () => void, key: () => void): undefined {
+  private hold(request: RequestContext, org: () => void, key: () => void, queuedAt?: number): undefined {
+    if (queuedAt !== undefined) {
+      const until = Date.now();
+      request.tenantQueue = { waitedMs: until - queuedAt, until };
+    }
     request.releaseTenantSlots = () => {
       org();
       key();

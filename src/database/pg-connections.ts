@@ -34,6 +34,26 @@ function statementName(config: QueryConfig): string | undefined {
   return typeof config === 'object' && 'name' in config ? config.name : undefined;
 }
 
+/** The statement's SQL text. */
+function statementText(config: QueryConfig): string {
+  return typeof config === 'string' ? config : config.text;
+}
+
+/**
+ * Whether a statement whose connection was lost after it was sent cannot
+ * have taken effect: a transaction's BEGIN, or a read (SELECT or WITH, with
+ * no word that writes or has a side effect anywhere in it). Anything else —
+ * an autocommit INSERT, UPDATE, increment — may have committed before the
+ * connection died, so it is never sent again. Judged on the text that is
+ * sent, so no caller has to remember the rule; a read that mentions one of
+ * the words is merely not retried.
+ */
+function cannotHaveTakenEffect(config: QueryConfig): boolean {
+  const text = statementText(config);
+  if (/^\s*(begin|start\s+transaction)\b/i.test(text)) return true;
+  return /^\s*(select|with)\b/i.test(text) && !/\b(insert|update|delete|merge|into|nextval|setval|set_config|pg_advisory_\w*|pg_notify|pg_terminate_backend|pg_cancel_backend|lo_\w+)\b/i.test(text);
+}
+
 /** The same statement without its name (node-postgres prepares a named statement once per connection). */
 function unnamed(config: QueryConfig): QueryConfig {
   if (typeof config !== 'object' || !('name' in config) || !config.name) return config;
@@ -73,7 +93,11 @@ class Lease {
   private statements = 0;
   private released = false;
   private broken: Error | null = null;
-  /** its first statement found the connection already gone: nothing of the work ran on it */
+  /**
+   * its first statement found the connection already gone, or was lost when
+   * it cannot have taken effect (cannotHaveTakenEffect): nothing of the work
+   * took effect on it
+   */
   diedBeforeWork = false;
   /** statements that completed on the connection */
   private completed = 0;
@@ -144,7 +168,7 @@ class Lease {
         (error: unknown) => {
           clearTimeout(timer);
           if (settled) return;
-          const failure = this.failed(error, first);
+          const failure = this.failed(error, first && cannotHaveTakenEffect(config));
           this.queryErrors.report(failure);
           reject(failure);
         },
@@ -157,12 +181,13 @@ class Lease {
     return Promise.reject(error);
   }
 
-  private failed(error: unknown, first: boolean): unknown {
+  /** `harmless`: the first statement, and one that cannot have taken effect (a read, BEGIN) */
+  private failed(error: unknown, harmless: boolean): unknown {
     // node-postgres emits the connection's 'error' before the statement's rejection is handled
     const lost = this.state.lost || isLostConnection(error);
     if (lost || !(error instanceof DatabaseError)) this.broken = error instanceof Error ? error : new Error(String(error));
     if (!lost) return error;
-    this.diedBeforeWork ||= first;
+    this.diedBeforeWork ||= harmless;
     this.completedWhenLost ??= this.completed;
     return connectionLost('statement failed', error);
   }
@@ -195,7 +220,9 @@ interface ConnectionEvents {
  * on the open transaction's connection when there is one, else on a
  * connection of its own. A statement (or a transaction's BEGIN) that finds
  * its connection already dead, before anything else ran on it, runs again on
- * a live one (`retryAfter`).
+ * a live one (`retryAfter`) — once sent, only when it cannot have taken
+ * effect (`cannotHaveTakenEffect`): an autocommit write whose connection died
+ * after sending may have committed, and is never run twice.
  */
 export class PostgresConnections {
   readonly pool: Pool;

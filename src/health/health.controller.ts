@@ -2,7 +2,7 @@ import { Controller, Get } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { Public } from '../auth/auth.decorators';
 import { ApiError, ErrorCode } from '../common/api-error';
-import { HealthService, type Readiness } from './health.service';
+import { HealthService, passes, type Readiness } from './health.service';
 
 /** The routes outside the /api/v1 prefix (bootstrap.ts excludes them from it). */
 export const PROBE_PATHS = ['healthz', 'readyz'] as const;
@@ -24,13 +24,17 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Readiness: 200 with every check, or 503 `service_unavailable` naming the failing ones and why (an error code, never a message). */
+  /**
+   * Readiness: 200 with every check (and `degraded` naming the dependencies
+   * it serves without that fail now), or 503 `service_unavailable` naming
+   * the failing ones and why (an error code, never a message).
+   */
   @Get('readyz')
   @Public()
-  async readiness(): Promise<{ status: 'ready'; checks: Readiness['checks'] }> {
-    const { ready, checks } = await this.health.readiness();
-    if (ready) return { status: 'ready', checks };
-    const failed = Object.entries(checks).filter(([, result]) => result !== 'ok' && result !== 'not_configured');
+  async readiness(): Promise<{ status: 'ready'; checks: Readiness['checks']; degraded?: string[] }> {
+    const { ready, checks, degraded } = await this.health.readiness();
+    if (ready) return degraded.length > 0 ? { status: 'ready', checks, degraded } : { status: 'ready', checks };
+    const failed = Object.entries(checks).filter(([, result]) => !passes(result));
     const failing = failed.map(([name]) => name);
     const reasons = failed.map(([name, result]) => `${name} (${result.replace(/^failed: /, '')})`);
     throw new ApiError(ErrorCode.ServiceUnavailable, `Not ready: ${reasons.join(', ')}.`, { failing, checks });

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseConnection, migrationsFolder } from '../database/connection';
+import { Metrics } from '../metrics/metrics';
 import { RATE_LIMIT_STORAGE, type RateLimitStorage } from '../rate-limit/rate-limit.storage';
 import { RedisRateLimitStorage } from '../rate-limit/redis-rate-limit.storage';
 
@@ -13,6 +14,16 @@ type CheckResult = 'ok' | 'not_configured' | string;
 export interface Readiness {
   ready: boolean;
   checks: { draining: CheckResult; database: CheckResult; migrations: CheckResult; redis: CheckResult };
+  /** checks of dependencies the instance serves without, failing now: it is ready, and degraded */
+  degraded: string[];
+}
+
+/** A failing check that does not make the instance unready. */
+const DEGRADED = 'degraded: ';
+
+/** A check that passes readiness: ok, not configured, or a dependency the instance serves without. */
+export function passes(result: CheckResult): boolean {
+  return result === 'ok' || result === 'not_configured' || result.startsWith(DEGRADED);
 }
 
 /** A check that did not answer in time (our own error: recognised by its class, never by its text). */
@@ -48,10 +59,15 @@ function describeFailure(error: unknown): string {
 }
 
 /**
- * What an orchestrator asks before routing traffic here. The instance is
- * ready when it is not draining (server.ts flips that on SIGTERM), the
- * database answers within a second, every migration this build knows is
- * applied, and Redis answers when it is configured.
+ * What an orchestrator asks before routing traffic here: only what the
+ * instance cannot serve without. It is ready when it is not draining
+ * (server.ts flips that on SIGTERM), the database answers within a second,
+ * and every migration this build knows is applied. Redis is checked but
+ * does not gate: without it the rate limiter counts in this instance's
+ * memory and the API serves on, so a slow or gone Redis is reported as
+ * degraded (in the body and `readiness_degraded{check="redis"}`) — a
+ * balancer gated on readiness would otherwise take every instance out of
+ * service over a dependency none of them needs.
  */
 @Injectable()
 export class HealthService {
@@ -61,6 +77,7 @@ export class HealthService {
   constructor(
     private readonly connection: DatabaseConnection,
     @Inject(RATE_LIMIT_STORAGE) private readonly rateLimitStorage: RateLimitStorage,
+    private readonly metrics: Metrics,
   ) {
     const journal = JSON.parse(readFileSync(join(migrationsFolder(), 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] };
     this.knownMigrations = journal.entries.length;
@@ -74,7 +91,11 @@ export class HealthService {
   async readiness(): Promise<Readiness> {
     const [database, migrations, redis] = await Promise.all([this.checkDatabase(), this.checkMigrations(), this.checkRedis()]);
     const checks = { draining: this.draining ? 'failed: shutting down' : 'ok', database, migrations, redis };
-    return { ready: Object.values(checks).every((result) => result === 'ok' || result === 'not_configured'), checks };
+    const degraded = Object.entries(checks)
+      .filter(([, result]) => result.startsWith(DEGRADED))
+      .map(([name]) => name);
+    if (redis !== 'not_configured') this.metrics.readinessCheck('redis', degraded.includes('redis'));
+    return { ready: Object.values(checks).every(passes), checks, degraded };
   }
 
   private async checkDatabase(): Promise<CheckResult> {
@@ -102,7 +123,8 @@ export class HealthService {
       await withTimeout(this.rateLimitStorage.ping(), READINESS_CHECK_TIMEOUT_MS);
       return 'ok';
     } catch (error) {
-      return describeFailure(error);
+      // the limiter falls back to this instance's memory: served on, degraded
+      return describeFailure(error).replace(/^failed: /, DEGRADED);
     }
   }
 }

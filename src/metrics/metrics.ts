@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ScheduledJobRun } from '../common/scheduled-jobs';
 import { sqlstateClass } from '../database/database-errors';
+import type { LocalDecisionReason } from '../rate-limit/redis-rate-limit.storage';
 
 export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired';
 type IdempotencyOutcome = 'executed' | 'replayed' | 'conflict';
@@ -8,6 +9,7 @@ type RateLimitDecision = 'allowed' | 'limited';
 const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'expired'];
 const IDEMPOTENCY_OUTCOMES: readonly IdempotencyOutcome[] = ['executed', 'replayed', 'conflict'];
 const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = ['allowed', 'limited'];
+const RATE_LIMIT_LOCAL_REASONS: readonly LocalDecisionReason[] = ['no_answer', 'error', 'bypassed'];
 
 /** The route label of a request no route matched (404s, paths outside the API prefix). */
 export const UNMATCHED_ROUTE = 'unmatched';
@@ -52,6 +54,8 @@ export class Metrics {
   private readonly idempotencyOutcomes: Counter<'outcome'>;
   private readonly rateLimitDecisions: Counter<'decision'>;
   private readonly rateLimitStoreWaits: Histogram;
+  private readonly rateLimitLocal: Counter<'reason'>;
+  private readonly readinessDegraded: Gauge<'check'>;
   private readonly queryErrors: Counter<'sqlstate_class'>;
   // `job_name`, not `job`: Prometheus gives every scraped series the target's `job` label
   private readonly jobRuns: Counter<'job_name' | 'outcome'>;
@@ -61,6 +65,7 @@ export class Metrics {
   private readonly jobDuration: Histogram<'job_name'>;
   private readonly jobLastSuccess: Gauge<'job_name'>;
   private readonly tenantBusyAnswers: Counter<'bound'>;
+  private readonly tenantQueueDeadlines: Counter;
 
   constructor(readonly enabled: boolean) {
     const registers = [this.registry];
@@ -100,6 +105,18 @@ export class Metrics {
       help: 'How long each request waited for its rate-limit count (Redis, or memory while Redis is bypassed).',
       registers,
       buckets: RATE_LIMIT_STORE_BUCKETS,
+    });
+    this.rateLimitLocal = new Counter({
+      name: 'rate_limit_local_decisions_total',
+      help: "Rate-limit checks decided from this instance's memory instead of the count shared in Redis, by reason: no_answer (Redis answered nothing within RATE_LIMIT_REDIS_WAIT_MS), error (the command failed), bypassed (the breaker is open).",
+      labelNames: ['reason'],
+      registers,
+    });
+    this.readinessDegraded = new Gauge({
+      name: 'readiness_degraded',
+      help: 'At the last readiness check, 1 for a dependency the instance serves without (it is then degraded, still ready), else 0; by check.',
+      labelNames: ['check'],
+      registers,
     });
     this.queryErrors = new Counter({
       name: 'db_query_errors_total',
@@ -150,12 +167,18 @@ export class Metrics {
       labelNames: ['bound'],
       registers,
     });
+    this.tenantQueueDeadlines = new Counter({
+      name: 'tenant_queue_deadline_answers_total',
+      help: "Requests answered 503 because their database deadline passed after most of it went waiting in their own tenant's queue (not a database fault).",
+      registers,
+    });
     if (!enabled) return;
     for (const bound of ['organization', 'key']) this.tenantBusyAnswers.inc({ bound }, 0);
     // every closed-set series exists from the start, at 0, so that rate() and alerts see the first event
     for (const reason of AUTH_FAILURE_REASONS) this.authFailures.inc({ reason }, 0);
     for (const outcome of IDEMPOTENCY_OUTCOMES) this.idempotencyOutcomes.inc({ outcome }, 0);
     for (const decision of RATE_LIMIT_DECISIONS) this.rateLimitDecisions.inc({ decision }, 0);
+    for (const reason of RATE_LIMIT_LOCAL_REASONS) this.rateLimitLocal.inc({ reason }, 0);
     collectDefaultMetrics({ register: this.registry });
   }
 
@@ -191,6 +214,20 @@ export class Metrics {
   /** How long one rate-limit count took, from the request's side. */
   rateLimitStoreWait(seconds: number): void {
     if (this.enabled) this.rateLimitStoreWaits.observe(seconds);
+  }
+
+  /** One rate-limit check decided from this instance's memory although Redis is configured. */
+  rateLimitLocalDecision(reason: LocalDecisionReason): void {
+    if (this.enabled) this.rateLimitLocal.inc({ reason });
+  }
+
+  /** The result of one readiness check of a dependency the instance can serve without. */
+  readinessCheck(check: 'redis', degraded: boolean): void {
+    if (this.enabled) this.readinessDegraded.set({ check }, degraded ? 1 : 0);
+  }
+
+  tenantQueueDeadline(): void {
+    if (this.enabled) this.tenantQueueDeadlines.inc();
   }
 
   tenantBusy(bound: 'organization' | 'key'): void {

@@ -33,9 +33,11 @@ class RateLimitStorageLifecycle implements OnModuleInit, OnApplicationShutdown {
   providers: [
     {
       provide: RATE_LIMIT_STORAGE,
-      inject: [APP_CONFIG, LOGGER],
-      useFactory: (config: AppConfig, logger: AppLogger): RateLimitStorage =>
-        config.redisUrl ? new RedisRateLimitStorage(config.redisUrl, logger, config.rateLimitRedisWaitMs) : new MemoryRateLimitStorage(),
+      inject: [APP_CONFIG, LOGGER, Metrics],
+      useFactory: (config: AppConfig, logger: AppLogger, metrics: Metrics): RateLimitStorage =>
+        config.redisUrl
+          ? new RedisRateLimitStorage(config.redisUrl, logger, config.rateLimitRedisWaitMs, (reason) => metrics.rateLimitLocalDecision(reason))
+          : new MemoryRateLimitStorage(),
     },
     RateLimitStorageLifecycle,
     RateLimiter,

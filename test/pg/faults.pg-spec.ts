@@ -9,6 +9,7 @@ import { createOrg, type TestOrg } from '../support/factories';
 import { startTestCluster, type TestCluster } from '../support/pg-cluster';
 import { sampleValue, scrapeMetrics, type Exposition } from '../support/prometheus';
 import { createTestApp, type TestApp } from '../support/test-app';
+import { linesWithQueryText } from '../support/log-lines';
 
 /**
  * The database fails under the service. Requests get 503
@@ -245,6 +246,11 @@ describe('database faults (server engine)', () => {
       expect(writes[0] + writes[1]).toBe(samples.length);
       expect(expectAllWithinBound(before, after, { method: 'GET', route: '/api/v1/agents', status: '503' })).toBe(1);
     }, 60_000);
+  });
+
+  it('no log line the faults produced carries a query\'s text or parameters', () => {
+    expect(t.logs.length).toBeGreaterThan(0);
+    expect(linesWithQueryText(t.logs)).toEqual([]);
   });
 });
 

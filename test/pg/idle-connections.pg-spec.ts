@@ -5,6 +5,7 @@ import { Client } from 'pg';
 import { createOrg, type TestOrg } from '../support/factories';
 import { startTestCluster, type TestCluster } from '../support/pg-cluster';
 import { createTestApp, type TestApp } from '../support/test-app';
+import { linesWithQueryText } from '../support/log-lines';
 
 /**
  * A pooled connection whose backend died while it sat idle (terminated by an
@@ -13,7 +14,9 @@ import { createTestApp, type TestApp } from '../support/test-app';
  * another connection; so does a transaction whose connection dies right after
  * its BEGIN (nothing of the work ran, nothing was committed). A connection
  * that dies in the middle of a transaction is not retried: part of the work
- * ran on it, and running it again could apply a write twice.
+ * ran on it, and running it again could apply a write twice. Nor is an
+ * autocommit write whose connection died after it was sent: it may have
+ * committed; a read is sent again.
  */
 const POOL_MAX = 4;
 
@@ -152,4 +155,53 @@ describe('connections that die while idle (server engine)', () => {
     // and the pool serves on
     expect((await send(false, 0)).status).toBe(200);
   }, 30_000);
+
+  /** Terminates the backend running the statement whose text contains `marker` (a comment), once it is seen running; returns its pid. */
+  async function terminateRunning(marker: string): Promise<number> {
+    for (;;) {
+      const { rows } = await admin.query<{ pid: number }>(
+        `select pid from pg_stat_activity where state = 'active' and pid <> pg_backend_pid() and query like '%' || $1 || '%' and query not like '%pg_stat_activity%'`,
+        [marker],
+      );
+      if (rows.length > 0) {
+        await admin.query('select pg_terminate_backend($1)', [rows[0].pid]);
+        return rows[0].pid;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  it('an autocommit write whose connection dies after it was sent is not sent again: it may have committed', async () => {
+    const marker = `sent${randomUUID().slice(0, 8)}`;
+    const { rows: before } = await admin.query<{ name: string }>('select name from orgs where id = $1', [org.orgId]);
+    // the statement sleeps on the server; its backend is terminated meanwhile (it rolls back, but the
+    // service cannot know whether a write it had sent committed before the connection died)
+    const write = t.connection.db.execute(
+      sql`update orgs set name = ${marker} where id = ${org.orgId} and (select true from pg_sleep(1)) /* ${sql.raw(marker)} */`,
+    );
+    const outcome = write.then(
+      () => 'answered',
+      (error: { code?: string; cause?: { code?: string } }) => error.code ?? error.cause?.code ?? 'failed',
+    );
+    await terminateRunning(marker);
+    expect(await outcome).toBe('08006');
+    // sent once: a second execution would have committed the name
+    const { rows } = await admin.query<{ name: string }>('select name from orgs where id = $1', [org.orgId]);
+    expect(rows[0].name).toBe(before[0].name);
+  }, 30_000);
+
+  it('a read whose connection dies after it was sent runs again on another connection', async () => {
+    const marker = `read${randomUUID().slice(0, 8)}`;
+    // drizzle sends a statement when it is awaited: started here, so that it runs while the test watches
+    const read = Promise.resolve(t.connection.db.execute(sql`select ${marker}::text as marker, pg_backend_pid() as pid from pg_sleep(1) /* ${sql.raw(marker)} */`));
+    const killed = await terminateRunning(marker);
+    const { rows } = (await read) as unknown as { rows: Array<{ marker: string; pid: number }> };
+    expect(rows[0].marker).toBe(marker);
+    expect(rows[0].pid).not.toBe(killed);
+  }, 30_000);
+
+  it('no log line the faults produced carries a query\'s text or parameters', () => {
+    expect(t.logs.length).toBeGreaterThan(0);
+    expect(linesWithQueryText(t.logs)).toEqual([]);
+  });
 });

@@ -4,6 +4,7 @@ import { createOrg, type TestOrg } from '../support/factories';
 import { startTestCluster, type TestCluster } from '../support/pg-cluster';
 import { startServer, type ServerProcess } from '../support/server-process';
 import { createTestApp, type TestApp } from '../support/test-app';
+import { linesWithQueryText } from '../support/log-lines';
 
 /**
  * Keyed write traffic (POST/PATCH /agents,
@@ -59,6 +60,8 @@ describe('keyed writes survive database and instance faults (two instances, one 
   const failures: string[] = [];
   const answers: Answer[] = [];
   const operations: Operation[] = [];
+  /** every instance started, the killed ones too: their output is checked at the end */
+  const launched: ServerProcess[] = [];
   let nextInstanceId = 0;
   /** set when the test ends, failed or not: clients stop retrying */
   let over = false;
@@ -76,6 +79,7 @@ describe('keyed writes survive database and instance faults (two instances, one 
 
   async function launch(): Promise<Instance> {
     const server = await startServer(env());
+    launched.push(server);
     const instance: Instance = { id: nextInstanceId++, server, killed: false };
     server.child.once('exit', (code, signal) => {
       if (!instance.killed) unexpectedExits.push(`instance ${instance.id} exited (${code ?? signal}):\n${server.output().slice(-3000)}`);
@@ -300,4 +304,8 @@ describe('keyed writes survive database and instance faults (two instances, one 
         `backends terminated: ${JSON.stringify(terminated)}; slowest answer ${Math.round(Math.max(...answers.map((a) => a.ms)))} ms`,
     );
   }, 170_000);
+
+  it('no log line the faults produced carries a query\'s text or parameters', () => {
+    expect(linesWithQueryText([...launched.map((server) => server.output()), ...t.logs])).toEqual([]);
+  });
 });
