@@ -317,11 +317,14 @@ export class ConversationsRepository {
         .orderBy(desc(c.id))
         .limit(sql.placeholder('fetch'));
     };
-    // two skewed equalities: their rows overlap anywhere from all to none, and a generic plan, made
-    // once for average values, walks one of them filtering by the other (the busiest agent's millions
-    // of rows for a model it never used); planned with the values, the rarer side leads
-    const skewed = terms.filter((term) => term.skewed).length;
-    return { shape, values, build, planStable: !split && skewed <= 1 && terms.every((term) => term.planStable) };
+    // a skewed equality beside another filter (a flag included): their rows overlap anywhere from all
+    // to none, and a generic plan, made once for average values, walks one of them filtering by the
+    // other (every simulation of the organization for an agent with a handful of rows); planned with
+    // the values, the rarer side leads. Alone, its own index returns its rows in order for any value
+    const skewed = terms.some((term) => term.skewed);
+    const filtered = terms.filter((term) => term.shape !== 'not_sub_agent' && term.shape !== 'afterId').length;
+    const planStable = !split && (!skewed || filtered === 1) && terms.every((term) => term.planStable);
+    return { shape, values, build, planStable };
   }
 
   /**
