@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   await seedConversations(db, orgId, count);
   const seedMs = performance.now() - seedStarted;
 
-  const repository = new ConversationsRepository(db);
+  const repository = new ConversationsRepository(db, connection);
   const agentId = `agent_${(0x6650a100 + 3).toString(16).padStart(8, '0')}0000000000000000`;
   const [sample] = await repository.list(orgId, { source: 'sub-agent' }, null, 1);
   const [ticketed] = await repository.list(orgId, { source: 'autonomous', conversationNumber: undefined }, null, 1);

@@ -11,7 +11,11 @@
  *   gpt-4o-mini 55 % / gpt-4o 30 % / claude-sonnet-4 15 % / o1-rare 0.01 %
  *   (embed always gpt-4o-mini: `source=embed&model=gpt-4o` matches nothing),
  *   5 % with metadata (`channel`, `ticketId`), 10 % with ticket ids, titles of
- *   words where `help` is in 80 % and `quokka` in 0.001 %, 2 % simulations;
+ *   words where `help` is in 50 % and `quokka` in 0.001 %, plus SEARCH_TERMS
+ *   (one title, 0.01 % to 50 %, spread or bunched in one period); flags
+ *   correlated with rare agents and the rare model: simulations 15 % of the
+ *   conversations of the 100 rarer agents and of `o1-rare`, 1 % elsewhere (about
+ *   3 % in all), onboarding 8 % / 0.4 % (about 1.6 %);
  * - 999 small organizations of 1,000–10,000 conversations each at N = 10 M,
  *   scaled by N / 10 M below that (so 1 M seeds 100–1,000 each);
  * - one conversation of the big organization with 20,000 messages;
@@ -28,6 +32,34 @@ const TRASHED_AGENTS = 10_000;
 const EXPIRED_IDEMPOTENCY = 1_000_000;
 export const RARE_WORD = 'quokka';
 export const COMMON_WORD = 'help';
+
+/**
+ * Title words at every frequency, for `q`: each in the share of the big
+ * organization's titles given, spread over the whole history (`spread`, an
+ * independent draw per row) or bunched in one period (`from`: that fraction of
+ * the history back from its start, for `share` of it).
+ */
+export const SEARCH_TERMS: Array<{ word: string; share: number; from?: number }> = [
+  { word: 'unicorn', share: 0 }, // exactly one title
+  { word: 'ibis', share: 0.0001 },
+  { word: 'marmot', share: 0.001 },
+  { word: 'pelican', share: 0.01 },
+  { word: 'walrus', share: 0.05 },
+  { word: 'tapir', share: 0.001, from: 0.6 },
+  { word: 'narwhal', share: 0.01, from: 0.2 },
+  { word: 'dugong', share: 0.05, from: 0.3 },
+  { word: 'gecko', share: 0.5, from: 0.1 },
+];
+
+/** The SQL text that appends the search terms to the i-th title of N (the spread ones share one draw, `r.term`). */
+function searchTermsSql(n: number): string {
+  let cumulative = 0;
+  const spread = SEARCH_TERMS.filter((t) => t.from === undefined && t.share > 0).map((t) => `when r.term < ${(cumulative += t.share)} then ' ${t.word}'`);
+  const bunched = SEARCH_TERMS.filter((t) => t.from !== undefined).map(
+    (t) => `case when i >= ${Math.floor(t.from! * n)} and i < ${Math.floor((t.from! + t.share) * n)} then ' ${t.word}' else '' end`,
+  );
+  return [`case ${spread.join(' ')} else '' end`, ...bunched, `case when i = ${Math.floor(n / 3)} then ' unicorn' else '' end`].join(' || ');
+}
 
 export const smallOrgId = (k: number) => `org_5ca1e1${k.toString(16).padStart(18, '0')}`;
 export const bigAgentId = (a: number) => `agent_5ca1e2${a.toString(16).padStart(18, '0')}`;
@@ -97,12 +129,12 @@ export async function seedScale(pool: Pool, n: number, log: (line: string) => vo
     await step(`big org: ${n} conversations`, `insert into conversations (id, org_id, title, source, agent_id, model, autonomous, is_onboarding, is_simulation,
         conversation_number, parent_conversation_id, credits_used, metadata, ticket_ids, message_count, last_message_at, created_at, updated_at)
       select ${BIG_CONV_ID_SQL('i', 'extract(epoch from created)')}, '${BIG_ORG}',
-        case when r.title < 0.8 then '${COMMON_WORD} with ' else 'question on ' end || (${words})[1 + floor(r.w1 * ${WORDS.length})::int] || ' '
-          || (${words})[1 + floor(r.w2 * ${WORDS.length})::int] || case when r.rare < 0.00001 then ' ${RARE_WORD}' else '' end,
-        s.source, 'agent_5ca1e2' || lpad(to_hex(floor(${BIG_AGENTS} * power(r.agent, 4))::int), 18, '0'),
-        case when s.source = 'embed' then 'gpt-4o-mini' when r.model < 0.55 then 'gpt-4o-mini' when r.model < 0.85 then 'gpt-4o'
-             when r.model < 0.9999 then 'claude-sonnet-4' else 'o1-rare' end,
-        s.source = 'autonomous', i = 0, r.flag < 0.02,
+        case when r.title < 0.5 then '${COMMON_WORD} with ' else 'question on ' end || (${words})[1 + floor(r.w1 * ${WORDS.length})::int] || ' '
+          || (${words})[1 + floor(r.w2 * ${WORDS.length})::int] || case when r.rare < 0.00001 then ' ${RARE_WORD}' else '' end
+          || ${searchTermsSql(n)},
+        s.source, 'agent_5ca1e2' || lpad(to_hex(m.agent), 18, '0'), m.model,
+        s.source = 'autonomous', i = 0 or r.onboarding < case when m.agent >= ${BIG_AGENTS / 2} then 0.08 else 0.004 end,
+        r.flag < case when m.agent >= ${BIG_AGENTS / 2} or m.model = 'o1-rare' then 0.15 else 0.01 end,
         case when s.source = 'sub-agent' then null else i + 1 end,
         case when s.source = 'sub-agent' then ${BIG_CONV_ID_SQL('p.j', `${`extract(epoch from now())`} - ${TWO_YEARS_S} + p.j * ${TWO_YEARS_S}.0 / ${n}`)} end,
         floor(r.count * 20)::int,
@@ -113,9 +145,12 @@ export async function seedScale(pool: Pool, n: number, log: (line: string) => vo
       cross join lateral (select to_timestamp(extract(epoch from now()) - ${TWO_YEARS_S} + i * ${TWO_YEARS_S}.0 / ${n}) as created) t
       cross join lateral (select random() + 0 * i as agent, random() + 0 * i as src, random() + 0 * i as model, random() + 0 * i as meta,
         random() + 0 * i as title, random() + 0 * i as w1, random() + 0 * i as w2, random() + 0 * i as rare, random() + 0 * i as flag,
-        random() + 0 * i as count) r
+        random() + 0 * i as count, random() + 0 * i as onboarding, random() + 0 * i as term) r
       cross join lateral (select case when r.src < 0.04 and i > 1000 then 'sub-agent' when r.src < 0.29 then 'autonomous'
         when r.src < 0.49 then 'embed' else 'dashboard' end as source) s
+      cross join lateral (select floor(${BIG_AGENTS} * power(r.agent, 4))::int as agent,
+        case when s.source = 'embed' then 'gpt-4o-mini' when r.model < 0.55 then 'gpt-4o-mini' when r.model < 0.85 then 'gpt-4o'
+             when r.model < 0.9999 then 'claude-sonnet-4' else 'o1-rare' end as model) m
       cross join lateral (select i - 1 - floor(r.w2 * 1000)::int as j) p`);
 
     // small organizations: sizes 1,000–10,000 at 10 M, scaled by the size below it; ids after every big-org id

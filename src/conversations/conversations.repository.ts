@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { smallestIdAt } from '../../libs/ids/ids';
 import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, lt, lte, ne, or, sql, type SQL } from 'drizzle-orm';
+import { DatabaseConnection } from '../database/connection';
 import { DATABASE, type Database } from '../database/database.types';
 import { orgScopedById } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
@@ -53,6 +54,12 @@ interface ListTerm {
 
 /** Conversations the `q` probe reads, newest first, before it falls back to the trigram index. */
 export const Q_PROBE_ROWS = 5_000;
+/** Matches of `q` the trigram index may return before the term counts as frequent (then the ordered walk runs). */
+export const Q_TRIGRAM_MATCHES = 20_000;
+/** The planner settings of the trigram step, for its transaction only: a bitmap scan is the one way left to it. */
+const BITMAP_SCANS_ONLY = sql.raw(
+  `select set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true), set_config('enable_indexonlyscan', 'off', true)`,
+);
 
 /** The organization's metadata documents keyed by the organization, spelled like the `conversations_org_metadata_gin` index. */
 const ORG_METADATA = sql.raw(`jsonb_set('{}'::jsonb, ARRAY["conversations"."org_id"], "conversations"."metadata")`);
@@ -131,7 +138,7 @@ interface ListStatement {
 
 /** A list query as drizzle built it (a select, or a union of two). */
 interface ListQuery extends ListStatement {
-  toSQL(): { sql: string };
+  toSQL(): { sql: string; params: unknown[] };
   prepare(name: string): ListStatement;
 }
 
@@ -145,7 +152,10 @@ export class ConversationsRepository {
   /** the shapes whose statements are named (a generic plan may serve them) */
   private readonly namedShapes = new Set<string>();
 
-  constructor(@Inject(DATABASE) private readonly db: Database) {
+  constructor(
+    @Inject(DATABASE) private readonly db: Database,
+    private readonly connection: DatabaseConnection,
+  ) {
     this.byId = orgScopedById(db, conversations, { statementPrefix: 'conversation_detail', columns: summaryColumns });
     this.byIdWithPayload = orgScopedById(db, conversations, {
       statementPrefix: 'conversation_detail_with_payload',
@@ -220,6 +230,13 @@ export class ConversationsRepository {
     if (probe) {
       const recent = await this.listStatement(`q-probe:${probe.shape}`, false, probe.build).execute(probe.values);
       if (recent.length >= fetch) return recent;
+      const trigram = this.qTrigram(orgId, filters, afterId, fetch)!;
+      const statement = this.listStatement(`q-trigram:${trigram.shape}`, false, trigram.build);
+      const matched = (await this.connection.transaction(async () => {
+        await this.db.execute(BITMAP_SCANS_ONLY);
+        return statement.execute(trigram.values);
+      })) as Array<ConversationSummaryRow & { matched?: number }>;
+      if (matched.length === 0 || Number(matched[0].matched) < Q_TRIGRAM_MATCHES) return matched.map(({ matched: _count, ...row }) => row);
     }
     const plan = this.listQuery(orgId, filters, afterId, fetch);
     return this.listStatement(plan.shape, plan.planStable, plan.build).execute(plan.values);
@@ -265,6 +282,38 @@ export class ConversationsRepository {
         .where(sql`${recent.title} ilike ${sql.placeholder('q')}`)
         .orderBy(desc(recent.id))
         .limit(sql.placeholder('probeFetch'));
+    };
+    return { shape: inner.shape, values, build };
+  }
+
+  /**
+   * `q` when the probe did not fill the page: every match of the term and the
+   * other filters from the trigram index (a bitmap scan: the one kind of scan
+   * its transaction allows, so an estimate cannot turn it into a walk), at most
+   * Q_TRIGRAM_MATCHES of them, the newest `fetch` kept. Each row carries
+   * `matched`, how many the index returned: the page is exact below the
+   * bound; at the bound the term is frequent, and the ordered walk finds its
+   * newest matches sooner than reading all of them would.
+   */
+  qTrigram(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number) {
+    if (filters.q === undefined || filters.createdBefore || filters.lastMessageBefore) return null;
+    const inner = this.listQuery(orgId, filters, afterId, fetch);
+    const values = { ...inner.values, matchBound: Q_TRIGRAM_MATCHES };
+    const build = () => {
+      const c = conversations;
+      const where = and(eq(c.orgId, sql.placeholder('orgId')), ...listTerms(orgId, filters, afterId).map((term) => term.condition()));
+      const all = this.db.select({ id: c.id }).from(c).where(where).limit(sql.placeholder('matchBound')).as('matches');
+      const newest = this.db
+        .select({ id: all.id, matched: sql<number>`count(*) over ()`.as('matched') })
+        .from(all)
+        .orderBy(desc(all.id))
+        .limit(sql.placeholder('fetch'))
+        .as('newest');
+      return this.db
+        .select({ ...summaryColumns, matched: newest.matched })
+        .from(c)
+        .innerJoin(newest, and(eq(c.orgId, sql.placeholder('orgId')), eq(c.id, newest.id)))
+        .orderBy(desc(c.id)) as unknown as ListQuery;
     };
     return { shape: inner.shape, values, build };
   }
@@ -317,11 +366,14 @@ export class ConversationsRepository {
         .orderBy(desc(c.id))
         .limit(sql.placeholder('fetch'));
     };
-    // two skewed equalities: their rows overlap anywhere from all to none, and a generic plan, made
-    // once for average values, walks one of them filtering by the other (the busiest agent's millions
-    // of rows for a model it never used); planned with the values, the rarer side leads
-    const skewed = terms.filter((term) => term.skewed).length;
-    return { shape, values, build, planStable: !split && skewed <= 1 && terms.every((term) => term.planStable) };
+    // a skewed equality beside another filter (a flag included): their rows overlap anywhere from all
+    // to none, and a generic plan, made once for average values, walks one of them filtering by the
+    // other (every simulation of the organization for an agent with a handful of rows); planned with
+    // the values, the rarer side leads. Alone, its own index returns its rows in order for any value
+    const skewed = terms.some((term) => term.skewed);
+    const filtered = terms.filter((term) => term.shape !== 'not_sub_agent' && term.shape !== 'afterId').length;
+    const planStable = !split && (!skewed || filtered === 1) && terms.every((term) => term.planStable);
+    return { shape, values, build, planStable };
   }
 
   /**
