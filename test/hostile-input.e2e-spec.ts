@@ -279,7 +279,7 @@ describe('hostile input, generated from the served /openapi.json', () => {
       }
       const chunked = await sendRaw(
         server,
-        `POST ${PREFIX}/org HTTP/1.1\r\nHost: x\r\nAuthorization: ${orgA.auth}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`,
+        `POST ${PREFIX}/agents HTTP/1.1\r\nHost: x\r\nAuthorization: ${orgA.auth}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`,
         Buffer.concat([Buffer.from(`${(oversized.length).toString(16)}\r\n`), Buffer.from(oversized), Buffer.from('\r\n0\r\n\r\n')]),
       );
       expect(chunked?.status).toBe(413);

@@ -157,8 +157,9 @@ function announcesBody(request: FastifyRequest): boolean {
  *    tenant's slots;
  * 2. the body reader (body-parser.ts) runs between these two: it reads the
  *    body of a request with a valid key only; any other request is answered
- *    without reading it, and when the body has not all arrived by then the
- *    answer closes the connection, so a slow or endless body is not waited for;
+ *    without reading it, at once: Node discards the rest of the body as it
+ *    comes (reading, nothing more), on a connection that counts as idle from
+ *    then on (connection-limits.ts), so a slow body is not waited for;
  * 3. `preHandler`: the request's database scope (every query of the
  *    handler ends by one deadline counted from here, once the body is read:
  *    a slow upload is the request timeout's to bound, not the database's —
@@ -166,8 +167,7 @@ function announcesBody(request: FastifyRequest): boolean {
  *    deadline of its own in step 1); then Nest
  *    runs guards → interceptors → pipe → handler → filter inside it;
  * 4. `onSend`: the answer, success or error, is on its way, so the handler
- *    has finished: the tenant's concurrency slots are given back; a body
- *    left unread and still arriving closes the connection;
+ *    has finished: the tenant's concurrency slots are given back;
  * 5. `onResponse`: the one log line and the HTTP metrics.
  */
 export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, dbStatementTimeoutMs: number): void {
@@ -186,11 +186,9 @@ export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, 
     layer.tracker.handling(request);
     runWithRequestDeadline(dbStatementTimeoutMs, () => done());
   });
-  fastify.addHook('onSend', (request, reply, payload, done) => {
+  fastify.addHook('onSend', (request, _reply, payload, done) => {
     const ctx = request as unknown as RequestContext;
     ctx.releaseTenantSlots?.();
-    // Node would read the rest of an unread body to keep the connection: not for a client still sending it
-    if (ctx.rawBody === undefined && announcesBody(request) && !request.raw.complete) void reply.header('Connection', 'close');
     done(null, payload);
   });
   fastify.addHook('onResponse', (request, reply, done) => {

@@ -63,7 +63,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         `${EXACT_JSON_RULES} ` +
         `${HOSTILE_INPUT_RULES} ` +
         'A request body is read only once the request\'s API key is found valid: any other request is answered from its headers alone, ' +
-        'its body unread (and its connection closed when the body has not all arrived). A body that arrives slower than 1 KiB/s on average ' +
+        'its body unread. A body that arrives slower than 1 KiB/s on average ' +
         'after its first 5 s (the defaults) may have its connection closed when the server needs room for a new one. ' +
         'Rate limits count per API key; requests whose key is missing or not valid count against a budget per client IP address (per /64 for IPv6; ' +
         'behind a proxy the server trusts, the address its `X-Forwarded-For` names), which throttles wrong keys only: a valid key is served whatever its address spent.',
