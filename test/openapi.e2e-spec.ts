@@ -139,7 +139,8 @@ describe('the document lists exactly the shipped endpoints', () => {
       const schema = (success![1] as { content: { 'application/json': { schema: Record<string, unknown> } } }).content['application/json'].schema;
       expect({ key, required: schema.required }).toEqual({ key, required: ['data', 'meta'] });
       for (const [status, response] of Object.entries(operation.responses)) {
-        if (status.startsWith('2')) continue;
+        // a 304 has no body at all
+        if (status.startsWith('2') || status === '304') continue;
         expect({ key, status, ref: (response as { content: { 'application/json': { schema: { $ref: string } } } }).content['application/json'].schema.$ref }).toEqual({
           key,
           status,

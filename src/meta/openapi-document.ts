@@ -5,6 +5,7 @@ import { BEARER_SCHEME } from '../auth/auth.decorators';
 import { API_PREFIX } from '../common/api-paths';
 import { partialUpdateBodySchemas } from '../common/openapi';
 import { MAX_BODY_DEPTH } from '../common/validation';
+import { documentConditionalRequests } from '../conditional/conditional.openapi';
 import { documentIdempotency } from '../idempotency/idempotency.openapi';
 import { documentRateLimits } from '../rate-limit/rate-limit.openapi';
 
@@ -92,6 +93,7 @@ const OPENAPI_POST_PROCESSING: ReadonlyArray<{ name: string; apply(document: Ope
   { name: '@Public() operations need no security', apply: dropSecurityOfPublicOperations },
   { name: 'request bodies: no defaults; 400/408/413/417/422/431 on every operation', apply: documentRequestBodies },
   { name: 'Idempotency-Key on every authenticated POST and PATCH', apply: documentIdempotency },
+  { name: 'ETag, If-None-Match / 304 and If-Match / 412 where the routes declare them', apply: documentConditionalRequests },
   { name: 'rate-limit headers on every response of every authenticated operation', apply: documentRateLimits },
 ];
 

@@ -381,7 +381,7 @@ export interface components {
              * @description Stable machine-readable code: branch on this.
              * @enum {string}
              */
-            code: "unauthorized" | "insufficient_scope" | "org_inactive" | "not_found" | "agent_not_found" | "agent_handle_taken" | "idempotency_key_reused" | "conflict" | "validation_failed" | "request_timeout" | "bad_request" | "headers_too_large" | "expectation_failed" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "unauthorized" | "insufficient_scope" | "org_inactive" | "not_found" | "agent_not_found" | "agent_handle_taken" | "idempotency_key_reused" | "conflict" | "precondition_failed" | "validation_failed" | "request_timeout" | "bad_request" | "headers_too_large" | "expectation_failed" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
             /** @description Human-readable; may change between releases. */
             message: string;
             request_id: string | null;
@@ -1012,7 +1012,10 @@ export interface operations {
     getBanner: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1023,6 +1026,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1031,6 +1036,23 @@ export interface operations {
                         meta: components["schemas"]["ResponseMeta"];
                     };
                 };
+            };
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
@@ -1189,7 +1211,10 @@ export interface operations {
     getOrg: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1200,6 +1225,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -1214,6 +1241,23 @@ export interface operations {
                         meta: components["schemas"]["ResponseMeta"];
                     };
                 };
+            };
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
@@ -1837,6 +1881,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2059,7 +2105,10 @@ export interface operations {
     getAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description Agent id, prefixed (`agent_<24 hex>`) or bare (`<24 hex>`). */
                 id: string;
@@ -2073,6 +2122,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -2087,6 +2138,23 @@ export interface operations {
                         meta: components["schemas"]["ResponseMeta"];
                     };
                 };
+            };
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
@@ -2287,7 +2355,10 @@ export interface operations {
     deleteAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the resource only if it is still as read: the `ETag` of the last read (or a comma-separated list of tags, or `*` for any current version). When none is the current tag (strong comparison; a weak `W/` tag never is, nor a value that is not a list of entity tags), the answer is 412 `precondition_failed` and nothing changes. The check and the write are atomic: of two writes sent with the same tag, one passes. Not part of the `Idempotency-Key` fingerprint (method, path and body only): a retry with the key of a write that committed gets the stored answer; a 412 is not stored, so after re-reading the same key can be sent again with the new tag. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description Agent id, prefixed (`agent_<24 hex>`) or bare (`<24 hex>`). */
                 id: string;
@@ -2385,6 +2456,23 @@ export interface operations {
             /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
             408: {
                 headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Precondition failed (`precondition_failed`): `If-Match` names none of the current entity tags of the resource; nothing was changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description Equals `request_id` in the body. */
+                    "X-Request-ID"?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -2518,6 +2606,8 @@ export interface operations {
             header?: {
                 /** @description Makes the request safe to retry: the same key with the same method, path and body within 24 hours returns the stored response (with this request's `meta.request_id` and `Idempotent-Replayed: true`) without running the operation again; with a different method, path or body it returns 409 `idempotency_key_reused`. Keys are scoped per organization. */
                 "Idempotency-Key"?: string;
+                /** @description Change the resource only if it is still as read: the `ETag` of the last read (or a comma-separated list of tags, or `*` for any current version). When none is the current tag (strong comparison; a weak `W/` tag never is, nor a value that is not a list of entity tags), the answer is 412 `precondition_failed` and nothing changes. The check and the write are atomic: of two writes sent with the same tag, one passes. Not part of the `Idempotency-Key` fingerprint (method, path and body only): a retry with the key of a write that committed gets the stored answer; a 412 is not stored, so after re-reading the same key can be sent again with the new tag. */
+                "If-Match"?: string;
             };
             path: {
                 /** @description Agent id, prefixed (`agent_<24 hex>`) or bare (`<24 hex>`). */
@@ -2536,6 +2626,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2643,6 +2735,23 @@ export interface operations {
                     "X-Request-ID"?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Precondition failed (`precondition_failed`): `If-Match` names none of the current entity tags of the resource; nothing was changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description Equals `request_id` in the body. */
+                    "X-Request-ID"?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -3009,6 +3118,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3231,7 +3342,10 @@ export interface operations {
     getCustomTool: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description `tool_<24 hex>` */
                 id: string;
@@ -3245,6 +3359,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -3259,6 +3375,23 @@ export interface operations {
                         meta: components["schemas"]["ResponseMeta"];
                     };
                 };
+            };
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
@@ -3459,7 +3592,10 @@ export interface operations {
     deleteCustomTool: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the resource only if it is still as read: the `ETag` of the last read (or a comma-separated list of tags, or `*` for any current version). When none is the current tag (strong comparison; a weak `W/` tag never is, nor a value that is not a list of entity tags), the answer is 412 `precondition_failed` and nothing changes. The check and the write are atomic: of two writes sent with the same tag, one passes. Not part of the `Idempotency-Key` fingerprint (method, path and body only): a retry with the key of a write that committed gets the stored answer; a 412 is not stored, so after re-reading the same key can be sent again with the new tag. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description `tool_<24 hex>` */
                 id: string;
@@ -3557,6 +3693,23 @@ export interface operations {
             /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
             408: {
                 headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Precondition failed (`precondition_failed`): `If-Match` names none of the current entity tags of the resource; nothing was changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description Equals `request_id` in the body. */
+                    "X-Request-ID"?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -3690,6 +3843,8 @@ export interface operations {
             header?: {
                 /** @description Makes the request safe to retry: the same key with the same method, path and body within 24 hours returns the stored response (with this request's `meta.request_id` and `Idempotent-Replayed: true`) without running the operation again; with a different method, path or body it returns 409 `idempotency_key_reused`. Keys are scoped per organization. */
                 "Idempotency-Key"?: string;
+                /** @description Change the resource only if it is still as read: the `ETag` of the last read (or a comma-separated list of tags, or `*` for any current version). When none is the current tag (strong comparison; a weak `W/` tag never is, nor a value that is not a list of entity tags), the answer is 412 `precondition_failed` and nothing changes. The check and the write are atomic: of two writes sent with the same tag, one passes. Not part of the `Idempotency-Key` fingerprint (method, path and body only): a retry with the key of a write that committed gets the stored answer; a 412 is not stored, so after re-reading the same key can be sent again with the new tag. */
+                "If-Match"?: string;
             };
             path: {
                 /** @description `tool_<24 hex>` */
@@ -3708,6 +3863,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3815,6 +3972,23 @@ export interface operations {
                     "X-Request-ID"?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Precondition failed (`precondition_failed`): `If-Match` names none of the current entity tags of the resource; nothing was changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description Equals `request_id` in the body. */
+                    "X-Request-ID"?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -4181,6 +4355,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4403,7 +4579,10 @@ export interface operations {
     getSource: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description `source_<24 hex>` */
                 id: string;
@@ -4417,6 +4596,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -4431,6 +4612,23 @@ export interface operations {
                         meta: components["schemas"]["ResponseMeta"];
                     };
                 };
+            };
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
@@ -4631,7 +4829,10 @@ export interface operations {
     deleteSource: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the resource only if it is still as read: the `ETag` of the last read (or a comma-separated list of tags, or `*` for any current version). When none is the current tag (strong comparison; a weak `W/` tag never is, nor a value that is not a list of entity tags), the answer is 412 `precondition_failed` and nothing changes. The check and the write are atomic: of two writes sent with the same tag, one passes. Not part of the `Idempotency-Key` fingerprint (method, path and body only): a retry with the key of a write that committed gets the stored answer; a 412 is not stored, so after re-reading the same key can be sent again with the new tag. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description `source_<24 hex>` */
                 id: string;
@@ -4729,6 +4930,23 @@ export interface operations {
             /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
             408: {
                 headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Precondition failed (`precondition_failed`): `If-Match` names none of the current entity tags of the resource; nothing was changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description Equals `request_id` in the body. */
+                    "X-Request-ID"?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -5073,7 +5291,10 @@ export interface operations {
     getConnector: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description `connector_<24 hex>` or the bare 24-hex id */
                 id: string;
@@ -5087,6 +5308,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -5101,6 +5324,23 @@ export interface operations {
                         meta: components["schemas"]["ResponseMeta"];
                     };
                 };
+            };
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
@@ -5549,7 +5789,10 @@ export interface operations {
                 /** @description `true` or `1` adds `trigger_payload` (may contain customer personal data); `false`/`0` or absent leave it out. */
                 include_trigger_payload?: "true" | "1" | "false" | "0";
             };
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description `conv_<24 hex>` or the bare 24-hex id */
                 id: string;
@@ -5563,6 +5806,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -5577,6 +5822,23 @@ export interface operations {
                         meta: components["schemas"]["ResponseMeta"];
                     };
                 };
+            };
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
@@ -6227,7 +6489,10 @@ export interface operations {
     getTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description `trigger_<24 hex>` */
                 id: string;
@@ -6241,6 +6506,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -6255,6 +6522,23 @@ export interface operations {
                         meta: components["schemas"]["ResponseMeta"];
                     };
                 };
+            };
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
@@ -6669,7 +6953,10 @@ export interface operations {
     getChatbot: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description `chatbot_<24 hex>` */
                 id: string;
@@ -6683,6 +6970,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -6697,6 +6986,23 @@ export interface operations {
                         meta: components["schemas"]["ResponseMeta"];
                     };
                 };
+            };
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
