@@ -59,14 +59,15 @@ export function documentConditionalRequests(document: OpenAPIObject): void {
       if (!value || typeof value !== 'object') continue;
       const operation = value as Operation;
       const responses = (operation.responses ??= {});
+      // copies: later steps add headers to each operation's responses in place
       if (method === 'get' && responses['200']?.headers?.[ETAG_HEADER]) {
-        operation.parameters = [...(operation.parameters ?? []), IF_NONE_MATCH];
-        responses['304'] = NOT_MODIFIED;
+        operation.parameters = [...(operation.parameters ?? []), structuredClone(IF_NONE_MATCH)];
+        responses['304'] = structuredClone(NOT_MODIFIED);
       }
       const isPublic = Array.isArray(operation.security) && operation.security.length === 0;
       if ((method === 'patch' || method === 'delete') && !isPublic) {
-        operation.parameters = [...(operation.parameters ?? []), IF_MATCH];
-        responses['412'] = PRECONDITION_FAILED;
+        operation.parameters = [...(operation.parameters ?? []), structuredClone(IF_MATCH)];
+        responses['412'] = structuredClone(PRECONDITION_FAILED);
       }
     }
   }

@@ -7,6 +7,7 @@ import { partialUpdateBodySchemas } from '../common/openapi';
 import { MAX_BODY_DEPTH } from '../common/validation';
 import { documentConditionalRequests } from '../conditional/conditional.openapi';
 import { documentIdempotency } from '../idempotency/idempotency.openapi';
+import { documentResponsesForGenerators } from './openapi-responses';
 import { documentRateLimits } from '../rate-limit/rate-limit.openapi';
 
 const API_VERSION = '1.0.0';
@@ -95,6 +96,7 @@ const OPENAPI_POST_PROCESSING: ReadonlyArray<{ name: string; apply(document: Ope
   { name: 'Idempotency-Key on every authenticated POST and PATCH', apply: documentIdempotency },
   { name: 'ETag, If-None-Match / 304 and If-Match / 412 where the routes declare them', apply: documentConditionalRequests },
   { name: 'rate-limit headers on every response of every authenticated operation', apply: documentRateLimits },
+  { name: 'answers for generated clients: named envelopes, open enums, every field always sent required', apply: documentResponsesForGenerators },
 ];
 
 function toOpenApi31(generated: OpenAPIObject): OpenAPIObject {
