@@ -243,7 +243,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Conversations, newest first, with filters */
+        /**
+         * Conversations, newest first, with filters
+         * @description **Metadata filter** `metadata[KEY]=VALUE`: exact match on the key `KEY` of `metadata`, in bracket notation (`metadata[ticketId]=123`; the brackets may be percent-encoded), several keys AND-ed. At most 20 keys of at most 64 characters, values of at most 500. Keys starting with `$` or containing a dot are rejected (422). It is described here rather than as a `deepObject` parameter, which many generators send as `KEY=VALUE` (ignored, so the list would come back unfiltered). The same filter is in `x-query-deep-objects`.
+         */
         get: operations["listConversations"];
         put?: never;
         post?: never;
@@ -377,11 +380,8 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         ErrorBody: {
-            /**
-             * @description Stable machine-readable code: branch on this.
-             * @enum {string}
-             */
-            code: "unauthorized" | "insufficient_scope" | "org_inactive" | "not_found" | "agent_not_found" | "agent_handle_taken" | "idempotency_key_reused" | "conflict" | "precondition_failed" | "validation_failed" | "request_timeout" | "bad_request" | "headers_too_large" | "expectation_failed" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
+            /** @description Stable machine-readable code: branch on this. */
+            code: components["schemas"]["ErrorCode"] | string;
             /** @description Human-readable; may change between releases. */
             message: string;
             request_id: string | null;
@@ -418,9 +418,9 @@ export interface components {
             total: number;
             used: number;
             remaining: number;
-            top_up?: number;
+            top_up: number;
             /** Format: date-time */
-            reset_at?: string | null;
+            reset_at: string | null;
         };
         OrgLimitsDto: {
             /** @description null means unlimited */
@@ -444,30 +444,26 @@ export interface components {
             slug: string;
             /** @description Plan name. */
             plan: string;
-            /**
-             * @description `past_due` forbids writes; `suspended` forbids reads and writes.
-             * @enum {string}
-             */
-            status: "active" | "trialing" | "past_due" | "suspended";
+            /** @description `past_due` forbids writes; `suspended` forbids reads and writes. */
+            status: components["schemas"]["OrgStatus"] | string;
             credits: components["schemas"]["OrgCreditsDto"];
             limits: components["schemas"]["OrgLimitsDto"];
-            trial?: components["schemas"]["OrgTrialDto"] | null;
+            trial: components["schemas"]["OrgTrialDto"] | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
         };
         MemberDto: {
             id: string;
             user_id: string;
-            name?: string | null;
+            name: string | null;
             /** Format: email */
             email: string;
-            /** @enum {string} */
-            role: "owner" | "admin" | "member";
+            role: components["schemas"]["MemberRole"] | string;
             is_active: boolean;
             /** Format: date-time */
-            last_login_at?: string | null;
+            last_login_at: string | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
         };
         ToolRefDto: {
             /** @description Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix. */
@@ -489,35 +485,35 @@ export interface components {
             /** @description camelCase alphanumeric; unique per organization, case-insensitively. */
             handle: string;
             name: string;
-            description?: string | null;
+            description: string | null;
             /** @description Model identifier. */
-            model?: string | null;
+            model: string | null;
             is_active: boolean;
             /** @description A CSS hex color: `#rgb`, `#rgba`, `#rrggbb` or `#rrggbbaa`. */
-            color?: string | null;
-            avatar?: string | null;
+            color: string | null;
+            avatar: string | null;
             tools_count: number;
             sub_agents_count: number;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
-            instructions?: string | null;
-            instructions_html?: string | null;
-            include_system_prompt?: boolean;
+            updated_at: string | null;
+            instructions: string | null;
+            instructions_html: string | null;
+            include_system_prompt: boolean;
             /** @description The stored tool list; PATCH `tools` replaces it whole. */
-            tools?: components["schemas"]["ToolRefDto"][];
+            tools: components["schemas"]["ToolRefDto"][];
             /** @description Connector ids. */
-            connectors?: string[];
+            connectors: string[];
             /** @description Agent ids. */
-            sub_agents?: string[];
-            data_sources?: components["schemas"]["DataSourceRefDto"][];
-            pending_trigger_hint?: {
+            sub_agents: string[];
+            data_sources: components["schemas"]["DataSourceRefDto"][];
+            pending_trigger_hint: {
                 [key: string]: unknown;
             } | null;
-            deactivated_reason?: string | null;
+            deactivated_reason: string | null;
             /** Format: date-time */
-            deactivated_at?: string | null;
+            deactivated_at: string | null;
         };
         AgentCreateDto: {
             description?: string | null;
@@ -584,25 +580,17 @@ export interface components {
         };
         CustomToolParamDto: {
             name: string;
-            /**
-             * @default string
-             * @enum {string}
-             */
-            type: "string" | "number" | "boolean" | "integer";
+            type: components["schemas"]["CustomToolParamType"] | string;
             description?: string;
             /** @default false */
             required: boolean;
-            /**
-             * @description defaults to `query` for GET and `body` otherwise
-             * @enum {string}
-             */
-            in: "query" | "header" | "body";
+            /** @description defaults to `query` for GET and `body` otherwise */
+            in: components["schemas"]["CustomToolParamIn"] | string;
             /** @description actual HTTP header name; set when `in` = `header` (defaults to the parameter's `name`) */
             headerName?: string;
         };
         CustomToolAuthDto: {
-            /** @enum {string} */
-            type: "none" | "bearer" | "api_key" | "basic";
+            type: components["schemas"]["CustomToolAuthType"] | string;
             /** @description set only when `type` = `api_key` (default `X-API-Key`) */
             header_name: string | null;
         };
@@ -617,28 +605,26 @@ export interface components {
             name: string;
             label: string;
             description: string;
-            /** @enum {string} */
-            type: "read" | "write";
-            /** @enum {string} */
-            method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+            type: components["schemas"]["CustomToolType"] | string;
+            method: components["schemas"]["CustomToolMethod"] | string;
             /** @description may contain `{{param}}` placeholders substituted at execution time; undeclared ones are kept as written */
             url: string;
             headers: {
                 [key: string]: string;
             };
             /** @description JSON string template for POST, PUT, PATCH bodies; supports `{{param}}` */
-            body_template?: string | null;
+            body_template: string | null;
             parameters: components["schemas"]["CustomToolParamDto"][];
             /** @description dot path into the response, e.g. `data.items` */
-            response_mapping?: string | null;
+            response_mapping: string | null;
             /** @description Credentials are never returned. */
             auth: components["schemas"]["CustomToolAuthDto"];
-            group?: components["schemas"]["CustomToolGroupDto"] | null;
+            group: components["schemas"]["CustomToolGroupDto"] | null;
             is_active: boolean;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
         };
         CustomToolParamInputDto: {
             /** @description 1 to 64 letters, digits, `_`, `.` or `-` (the characters of a `{{placeholder}}`); unique within the tool */
@@ -734,21 +720,19 @@ export interface components {
         };
         SourceDto: {
             id: string;
-            /** @enum {string} */
-            type: "upload" | "website" | "webpage" | "connector";
+            type: components["schemas"]["SourceType"] | string;
             name: string;
-            connector_id?: string | null;
-            connector_type?: string | null;
-            /** @enum {string} */
-            sync_status: "ready" | "fetching" | "syncing" | "error";
+            connector_id: string | null;
+            connector_type: string | null;
+            sync_status: components["schemas"]["SourceSyncStatus"] | string;
             /** Format: date-time */
-            last_sync_at?: string | null;
-            document_count?: number | null;
+            last_sync_at: string | null;
+            document_count: number | null;
             is_active: boolean;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
         };
         SourceCreateDto: {
             /**
@@ -789,21 +773,19 @@ export interface components {
             type: string;
             /** @description display name; distinguishes several instances of the same type */
             name: string;
-            /** @enum {string} */
-            status: "connected" | "auth_failed" | "token_expired";
-            status_reason?: string | null;
+            status: components["schemas"]["ConnectorSummaryStatus"] | string;
+            status_reason: string | null;
             is_active: boolean;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
         };
         ConnectorToolDto: {
             name: string;
             label?: string;
             description?: string;
-            /** @enum {string} */
-            type?: "read" | "write";
+            type?: components["schemas"]["CustomToolType"] | string;
             requires_confirmation?: boolean;
             /** @description true if the tool has been turned off for this connector instance in the dashboard */
             disabled?: boolean;
@@ -814,87 +796,83 @@ export interface components {
             type: string;
             /** @description display name; distinguishes several instances of the same type */
             name: string;
-            /** @enum {string} */
-            status: "connected" | "auth_failed" | "token_expired";
-            status_reason?: string | null;
+            status: components["schemas"]["ConnectorSummaryStatus"] | string;
+            status_reason: string | null;
             is_active: boolean;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
             tools: components["schemas"]["ConnectorToolDto"][];
         };
         ConversationSummaryDto: {
             id: string;
-            title?: string | null;
-            /** @enum {string} */
-            source: "dashboard" | "autonomous" | "embed" | "sub-agent";
-            agent_id?: string | null;
-            model?: string | null;
+            title: string | null;
+            source: components["schemas"]["ConversationSummarySource"] | string;
+            agent_id: string | null;
+            model: string | null;
             autonomous: boolean;
             is_onboarding: boolean;
             is_simulation: boolean;
             /** @description null for sub-agent runs */
-            conversation_number?: number | null;
-            parent_conversation_id?: string | null;
+            conversation_number: number | null;
+            parent_conversation_id: string | null;
             credits_used: number;
-            metadata?: {
+            metadata: {
                 [key: string]: unknown;
             } | null;
             /** @description null in list responses; the real count in the detail */
-            message_count?: number | null;
+            message_count: number | null;
             /** Format: date-time */
-            last_message_at?: string | null;
+            last_message_at: string | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
         };
         ToolCallDto: {
             id: string;
             name: string;
             /** @description JSON-serialized arguments */
             arguments: string;
-            status?: string | null;
+            status: string | null;
         };
         MessageDto: {
-            id?: string | null;
-            /** @enum {string} */
-            role: "user" | "assistant" | "tool" | "system";
+            id: string | null;
+            role: components["schemas"]["MessageRole"] | string;
             content: string;
-            tool_calls?: components["schemas"]["ToolCallDto"][] | null;
-            tool_call_id?: string | null;
-            tool_name?: string | null;
-            connector_type?: string | null;
-            model?: string | null;
+            tool_calls: components["schemas"]["ToolCallDto"][] | null;
+            tool_call_id: string | null;
+            tool_name: string | null;
+            connector_type: string | null;
+            model: string | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
         };
         ConversationDetailDto: {
             id: string;
-            title?: string | null;
-            /** @enum {string} */
-            source: "dashboard" | "autonomous" | "embed" | "sub-agent";
-            agent_id?: string | null;
-            model?: string | null;
+            title: string | null;
+            source: components["schemas"]["ConversationSummarySource"] | string;
+            agent_id: string | null;
+            model: string | null;
             autonomous: boolean;
             is_onboarding: boolean;
             is_simulation: boolean;
             /** @description null for sub-agent runs */
-            conversation_number?: number | null;
-            parent_conversation_id?: string | null;
+            conversation_number: number | null;
+            parent_conversation_id: string | null;
             credits_used: number;
-            metadata?: {
+            metadata: {
                 [key: string]: unknown;
             } | null;
             /** @description null in list responses; the real count in the detail */
-            message_count?: number | null;
+            message_count: number | null;
             /** Format: date-time */
-            last_message_at?: string | null;
+            last_message_at: string | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
             messages: components["schemas"]["MessageDto"][];
             /** @description Raw webhook payload of an autonomous run, any JSON value or null; present only with `include_trigger_payload=true` or `1`. */
             trigger_payload?: {
@@ -902,55 +880,55 @@ export interface components {
             } | unknown[] | string | number | boolean | null;
         };
         TriggerScheduleDto: {
-            cron_expression?: string | null;
-            interval_hours?: number | null;
+            cron_expression: string | null;
+            interval_hours: number | null;
             /** Format: date-time */
-            next_run_at?: string | null;
+            next_run_at: string | null;
             /** Format: date-time */
-            last_run_at?: string | null;
-            last_run_status?: string | null;
+            last_run_at: string | null;
+            last_run_status: string | null;
         };
         TriggerDto: {
             id: string;
-            agent_id?: string | null;
+            agent_id: string | null;
             /** @description null for custom and cron-scheduled triggers */
-            connector_id?: string | null;
+            connector_id: string | null;
             connector_type: string;
             /** @description e.g. `ticket.created`, `cron.scheduled`, `svc.custom_trigger` */
             event: string;
             /** @description false while the agent is inactive or deleted (agent cascade) */
             is_active: boolean;
-            conditions?: {
+            conditions: {
                 [key: string]: unknown;
             } | null;
-            settings?: {
+            settings: {
                 [key: string]: unknown;
             };
             /** @description set only for `cron.scheduled` triggers */
-            schedule?: components["schemas"]["TriggerScheduleDto"] | null;
+            schedule: components["schemas"]["TriggerScheduleDto"] | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
         };
         ChatbotDto: {
             id: string;
             /** @description widget identifier embedded in customer sites; safe to expose */
             public_id: string;
             name: string;
-            agent_id?: string | null;
+            agent_id: string | null;
             /** @description false while paused (e.g. its agent is inactive or deleted) */
             is_active: boolean;
             allow_write_tools: boolean;
             allowed_domains: string[];
-            theme?: {
+            theme: {
                 [key: string]: unknown;
             } | null;
-            welcome_message?: string | null;
+            welcome_message: string | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
         };
         AnalyticsWindowDto: {
             /** Format: date-time */
@@ -1000,6 +978,151 @@ export interface components {
             /** @description one entry per UTC day of the window (days without conversations included), newest first; paginated by `cursor`/`limit`, next page in `meta.next_cursor` */
             daily: components["schemas"]["AnalyticsDayDto"][];
         };
+        BannerResponse: {
+            data: components["schemas"]["BannerDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        OrgResponse: {
+            data: components["schemas"]["OrgDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        MemberListResponse: {
+            data: components["schemas"]["MemberDto"][];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        AgentListResponse: {
+            data: components["schemas"]["AgentDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        AgentResponse: {
+            data: components["schemas"]["AgentDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        DeleteAcknowledgementResponse: {
+            data: components["schemas"]["DeleteAcknowledgementDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        CustomToolListResponse: {
+            data: components["schemas"]["CustomToolDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        CustomToolResponse: {
+            data: components["schemas"]["CustomToolDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        SourceListResponse: {
+            data: components["schemas"]["SourceDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        SourceResponse: {
+            data: components["schemas"]["SourceDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        ConnectorSummaryListResponse: {
+            data: components["schemas"]["ConnectorSummaryDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        ConnectorDetailResponse: {
+            data: components["schemas"]["ConnectorDetailDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        ConversationSummaryListResponse: {
+            data: components["schemas"]["ConversationSummaryDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        ConversationDetailResponse: {
+            data: components["schemas"]["ConversationDetailDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        MessageListResponse: {
+            data: components["schemas"]["MessageDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        TriggerListResponse: {
+            data: components["schemas"]["TriggerDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        TriggerResponse: {
+            data: components["schemas"]["TriggerDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        ChatbotListResponse: {
+            data: components["schemas"]["ChatbotDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        ChatbotResponse: {
+            data: components["schemas"]["ChatbotDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        AgentAnalyticsResponse: {
+            data: components["schemas"]["AgentAnalyticsDto"];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        /**
+         * @description Values known today. The list is not complete: branch on the codes you handle and treat others by status.
+         * @enum {string}
+         */
+        ErrorCode: "unauthorized" | "insufficient_scope" | "org_inactive" | "not_found" | "agent_not_found" | "agent_handle_taken" | "idempotency_key_reused" | "conflict" | "precondition_failed" | "validation_failed" | "request_timeout" | "bad_request" | "headers_too_large" | "expectation_failed" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        OrgStatus: "active" | "trialing" | "past_due" | "suspended";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        MemberRole: "owner" | "admin" | "member";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        CustomToolType: "read" | "write";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        CustomToolMethod: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        CustomToolParamType: "string" | "number" | "boolean" | "integer";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        CustomToolParamIn: "query" | "header" | "body";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        CustomToolAuthType: "none" | "bearer" | "api_key" | "basic";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        SourceType: "upload" | "website" | "webpage" | "connector";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        SourceSyncStatus: "ready" | "fetching" | "syncing" | "error";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        ConnectorSummaryStatus: "connected" | "auth_failed" | "token_expired";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        ConversationSummarySource: "dashboard" | "autonomous" | "embed" | "sub-agent";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        MessageRole: "user" | "assistant" | "tool" | "system";
     };
     responses: never;
     parameters: never;
@@ -1031,10 +1154,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["BannerDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["BannerResponse"];
                 };
             };
             /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
@@ -1044,12 +1164,6 @@ export interface operations {
                     ETag?: string;
                     /** @description The request id. */
                     "X-Request-ID"?: string;
-                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that window. */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix epoch seconds at which that window resets. */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1236,10 +1350,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["OrgDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["OrgResponse"];
                 };
             };
             /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
@@ -1461,10 +1572,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["MemberDto"][];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["MemberListResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -1673,10 +1781,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["AgentDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["AgentListResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -1894,10 +1999,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["AgentDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["AgentResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -2133,10 +2235,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["AgentDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["AgentResponse"];
                 };
             };
             /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
@@ -2381,10 +2480,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["DeleteAcknowledgementDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["DeleteAcknowledgementResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -2639,10 +2735,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["AgentDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["AgentResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -2910,10 +3003,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["CustomToolDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["CustomToolListResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -3131,10 +3221,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["CustomToolDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["CustomToolResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -3370,10 +3457,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["CustomToolDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["CustomToolResponse"];
                 };
             };
             /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
@@ -3618,10 +3702,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["DeleteAcknowledgementDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["DeleteAcknowledgementResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -3876,10 +3957,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["CustomToolDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["CustomToolResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -4147,10 +4225,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["SourceDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["SourceListResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -4368,10 +4443,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["SourceDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["SourceResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -4607,10 +4679,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["SourceDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["SourceResponse"];
                 };
             };
             /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
@@ -4855,10 +4924,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["DeleteAcknowledgementDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["DeleteAcknowledgementResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -5101,10 +5167,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ConnectorSummaryDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["ConnectorSummaryListResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -5319,10 +5382,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ConnectorDetailDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["ConnectorDetailResponse"];
                 };
             };
             /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
@@ -5541,10 +5601,6 @@ export interface operations {
     listConversations: {
         parameters: {
             query?: {
-                /** @description Exact match on metadata keys in bracket notation (`metadata[ticketId]=123`), several keys AND-ed. At most 20 keys of at most 64 characters, values of at most 500. Keys starting with `$` or containing a dot are rejected (422). */
-                metadata?: {
-                    [key: string]: string;
-                };
                 /** @description Opaque cursor from `meta.next_cursor` of the previous page. */
                 cursor?: string;
                 limit?: number;
@@ -5571,10 +5627,10 @@ export interface operations {
                 ticket_id?: string;
                 /** @description Case-insensitive substring of `title` (not message content); every character is literal. */
                 q?: string;
-                /** @description Only test-run conversations (`true`/`1`) or only real ones (`false`/`0`). */
-                is_simulation?: "true" | "false" | "1" | "0";
-                /** @description Only the onboarding welcome conversation (`true`/`1`) or all others (`false`/`0`). */
-                is_onboarding?: "true" | "false" | "1" | "0";
+                /** @description Only test-run conversations (`true`) or only real ones (`false`). `1` and `0` are accepted as `true` and `false`; any other value is refused (422). */
+                is_simulation?: boolean;
+                /** @description Only the onboarding welcome conversation (`true`) or all others (`false`). `1` and `0` are accepted as `true` and `false`; any other value is refused (422). */
+                is_onboarding?: boolean;
             };
             header?: never;
             path?: never;
@@ -5596,10 +5652,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ConversationSummaryDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["ConversationSummaryListResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -5786,8 +5839,8 @@ export interface operations {
     getConversation: {
         parameters: {
             query?: {
-                /** @description `true` or `1` adds `trigger_payload` (may contain customer personal data); `false`/`0` or absent leave it out. */
-                include_trigger_payload?: "true" | "1" | "false" | "0";
+                /** @description `true` adds `trigger_payload` (may contain customer personal data); `false` or absent leave it out. `1` and `0` are accepted as `true` and `false`; any other value is refused (422). */
+                include_trigger_payload?: boolean;
             };
             header?: {
                 /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
@@ -5817,10 +5870,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ConversationDetailDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["ConversationDetailResponse"];
                 };
             };
             /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
@@ -6068,10 +6118,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["MessageDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["MessageListResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -6299,10 +6346,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["TriggerDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["TriggerListResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -6517,10 +6561,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["TriggerDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["TriggerResponse"];
                 };
             };
             /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
@@ -6763,10 +6804,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ChatbotDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["ChatbotListResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
@@ -6981,10 +7019,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ChatbotDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["ChatbotResponse"];
                 };
             };
             /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
@@ -7234,10 +7269,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["AgentAnalyticsDto"];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["AgentAnalyticsResponse"];
                 };
             };
             /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
