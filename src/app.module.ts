@@ -21,6 +21,8 @@ import { DatabaseModule } from './database/database.module';
 import { FixturesModule } from './fixtures/fixtures.module';
 import { HealthModule } from './health/health.module';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
+import { EntityTagInterceptor } from './conditional/entity-tag.interceptor';
+import { PreconditionInterceptor } from './conditional/precondition.interceptor';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { MetaModule } from './meta/meta.module';
 import { MetricsModule } from './metrics/metrics.module';
@@ -79,10 +81,15 @@ export class AppModule {
         TenantConcurrencyGuard,
         { provide: APP_GUARD, useExisting: TenantConcurrencyGuard },
         { provide: APP_PIPE, useClass: ApiValidationPipe },
-        // interceptors nest in registration order: idempotency outside the
-        // envelope, so it stores and replays the full enveloped body (the
+        // interceptors nest in registration order: the ETag outermost, so a
+        // replay is tagged like the first answer; idempotency outside the
+        // envelope, so it stores and replays the full enveloped body; If-Match
+        // inside idempotency, so a retry of a committed write is replayed, not
+        // refused, and the check shares the keyed write's transaction (the
         // database deadline is set around the whole pipeline: src/http/request-hooks.ts)
+        { provide: APP_INTERCEPTOR, useClass: EntityTagInterceptor },
         { provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor },
+        { provide: APP_INTERCEPTOR, useClass: PreconditionInterceptor },
         { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
         { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },
       ],

@@ -9,6 +9,7 @@ import type { AuthContext } from '../common/request-context';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import { AGENT_PATH_ID_PATTERN, AgentCreateDto, AgentDto, AgentUpdateDto } from './agents.dto';
 import { AgentsService } from './agents.service';
+import { ConditionalWrites } from '../conditional/conditional.decorators';
 
 const HANDLE_TAKEN = {
   status: 409,
@@ -28,6 +29,7 @@ const AgentIdParam = () =>
 
 @ApiTags('Agents')
 @Controller('agents')
+@ConditionalWrites(AgentsService)
 export class AgentsController {
   constructor(private readonly agents: AgentsService) {}
 

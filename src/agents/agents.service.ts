@@ -29,11 +29,12 @@ import {
 } from './agents.rules';
 import { checkCountCap } from '../orgs/plan-limits.rules';
 import { addFieldError, hasFieldErrors } from '../common/field-errors';
+import type { LockedRepresentation } from '../conditional/conditional.decorators';
 
 const HANDLE_UNIQUE_CONSTRAINT = 'agents_org_handle_unique';
 
 @Injectable()
-export class AgentsService {
+export class AgentsService implements LockedRepresentation {
   constructor(
     private readonly connection: DatabaseConnection,
     private readonly repository: AgentsRepository,
@@ -54,6 +55,13 @@ export class AgentsService {
     const row = await this.repository.findLive(orgId, this.agentId(rawId));
     if (!row) throw ApiError.notFound('Agent', ErrorCode.AgentNotFound);
     return mapAgent(row);
+  }
+
+  /** The agent as GET answers it, locked until the transaction ends (If-Match on PATCH and DELETE). */
+  async lockedRepresentation(orgId: string, rawId: string): Promise<AgentDto | null> {
+    const id = parseId('agent', rawId, { allowBare: true });
+    const row = id ? await this.repository.lockLive(orgId, id) : null;
+    return row ? mapAgent(row) : null;
   }
 
   async createAgent(orgId: string, dto: AgentCreateDto): Promise<AgentDto> {

@@ -12,6 +12,8 @@ export enum ErrorCode {
   AgentHandleTaken = 'agent_handle_taken',
   IdempotencyKeyReused = 'idempotency_key_reused',
   Conflict = 'conflict',
+  /** `If-Match` names no current entity tag of the resource: nothing was changed */
+  PreconditionFailed = 'precondition_failed',
   ValidationFailed = 'validation_failed',
   /** the client did not send its whole request within HTTP_REQUEST_TIMEOUT_MS (docs/decisions.md) */
   RequestTimeout = 'request_timeout',
@@ -42,6 +44,8 @@ export function statusOf(code: ErrorCode): number {
     case ErrorCode.IdempotencyKeyReused:
     case ErrorCode.Conflict:
       return 409;
+    case ErrorCode.PreconditionFailed:
+      return 412;
     case ErrorCode.BadRequest:
       return 400;
     case ErrorCode.RequestTimeout:

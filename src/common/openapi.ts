@@ -1,6 +1,8 @@
-import { applyDecorators, type Type } from '@nestjs/common';
+import { applyDecorators, SetMetadata, type Type } from '@nestjs/common';
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, getSchemaPath } from '@nestjs/swagger';
+import { TAGGED_REPRESENTATION } from '../conditional/conditional.decorators';
 import { ErrorCode, statusOf } from './api-error';
+import { DeleteAcknowledgementDto } from './delete-ack.dto';
 
 class ErrorBody {
   @ApiProperty({ enum: Object.values(ErrorCode), description: 'Stable machine-readable code: branch on this.' })
@@ -47,12 +49,23 @@ const RATE_LIMIT_HEADERS_DOC = {
   'X-RateLimit-Reset': { schema: { type: 'integer' }, description: 'Unix epoch seconds at which that window resets.' },
 };
 
+const ETAG_HEADER_DOC = {
+  ETag: {
+    description:
+      'Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. ' +
+      'Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed).',
+    schema: { type: 'string', example: '"q3Nwz1d1hAyY2n6sJ0S8M6cGk3bJ5mKq0mJcF8fQ9aE"' },
+  },
+};
+
 /**
  * Success response in the envelope: `data` is `model` (or an array of it for
  * lists). `meta.next_cursor` is documented when `paginated` says so, and by
  * default for lists: `{ list: true, paginated: false }` is a list without
  * pagination (GET /team); `{ paginated: true }` a single resource
- * whose inner series is paginated.
+ * whose inner series is paginated. A plain single resource is tagged: its
+ * answers carry an `ETag` (src/conditional/entity-tag.interceptor.ts); a
+ * delete acknowledgement is not the resource, so it is not.
  */
 export function ApiEnvelope(
   model: Type<unknown>,
@@ -60,12 +73,14 @@ export function ApiEnvelope(
 ) {
   const data = options.list ? { type: 'array', items: { $ref: getSchemaPath(model) } } : { $ref: getSchemaPath(model) };
   const meta = { $ref: getSchemaPath((options.paginated ?? options.list) ? ListResponseMeta : ResponseMeta) };
+  const tagged = !options.list && !options.paginated && model !== DeleteAcknowledgementDto;
   return applyDecorators(
+    ...(tagged ? [SetMetadata(TAGGED_REPRESENTATION, true)] : []),
     ApiExtraModels(model, ResponseMeta, ListResponseMeta),
     ApiResponse({
       status: options.status ?? 200,
       description: options.description ?? 'Success',
-      headers: REQUEST_ID_HEADER_DOC,
+      headers: tagged ? { ...REQUEST_ID_HEADER_DOC, ...ETAG_HEADER_DOC } : REQUEST_ID_HEADER_DOC,
       schema: { type: 'object', required: ['data', 'meta'], properties: { data, meta }, additionalProperties: false },
     }),
   );

@@ -1,5 +1,5 @@
 import { applyDecorators, Controller, Get, Param, Query } from '@nestjs/common';
-import { ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiExtension, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import type { Page } from '../common/envelope';
 import { BOUNDS, idPattern } from '../common/input-bounds';
@@ -61,25 +61,29 @@ export class ConversationsController {
 
   @Get()
   @RequireScope('conversations:read')
-  @ApiOperation({ operationId: 'listConversations', summary: 'Conversations, newest first, with filters' })
-  @ApiConversationListQuery()
-  @ApiQuery({
-    name: 'metadata',
-    required: false,
-    style: 'deepObject',
-    explode: true,
-    // without it, /docs pre-fills `metadata[additionalProp1]=string`, a filter that matches nothing
-    examples: { none: { summary: 'No metadata filter', value: {} } },
-    schema: {
-      type: 'object',
-      maxProperties: BOUNDS.metadataKeys,
-      additionalProperties: { type: 'string', maxLength: BOUNDS.metadataValue },
-    },
+  @ApiOperation({
+    operationId: 'listConversations',
+    summary: 'Conversations, newest first, with filters',
+    // not a parameter of the document: a generator without `style: deepObject` would send `?ticketId=123`, which is
+    // no filter at all (unknown parameters are ignored) and answers the unfiltered list; as prose, such a generator
+    // cannot send it wrong, and a client that wants it writes the brackets
     description:
-      'Exact match on metadata keys in bracket notation (`metadata[ticketId]=123`), several keys AND-ed. ' +
+      '**Metadata filter** `metadata[KEY]=VALUE`: exact match on the key `KEY` of `metadata`, in bracket notation ' +
+      '(`metadata[ticketId]=123`; the brackets may be percent-encoded), several keys AND-ed. ' +
       `At most ${BOUNDS.metadataKeys} keys of at most ${BOUNDS.metadataKey} characters, values of at most ${BOUNDS.metadataValue}. ` +
-      'Keys starting with `$` or containing a dot are rejected (422).',
+      'Keys starting with `$` or containing a dot are rejected (422). It is described here rather than as a `deepObject` parameter, ' +
+      'which many generators send as `KEY=VALUE` (ignored, so the list would come back unfiltered). ' +
+      'The same filter is in `x-query-deep-objects`.',
   })
+  @ApiExtension('x-query-deep-objects', [
+    {
+      name: 'metadata',
+      style: 'deepObject',
+      explode: true,
+      schema: { type: 'object', maxProperties: BOUNDS.metadataKeys, additionalProperties: { type: 'string', maxLength: BOUNDS.metadataValue } },
+    },
+  ])
+  @ApiConversationListQuery()
   @ApiEnvelope(ConversationSummaryDto, { list: true })
   @ApiErrors(422)
   listConversations(@Auth() auth: AuthContext, @Query(ConversationListQueryPipe) request: ConversationListRequest): Promise<Page<ConversationSummaryDto>> {

@@ -12,6 +12,8 @@ export const MESSAGE_ROLES = ['user', 'assistant', 'tool', 'system'] as const;
 const DATE_MESSAGE = QUERY_DATE_MESSAGE;
 const CONVERSATION_NUMBER_MESSAGE = { message: `$property must be an integer from 1 to ${BOUNDS.conversationNumber}` };
 const BOOLEAN_MESSAGE = { message: '$property must be true, false, 1 or 0' };
+/** typed boolean in the document, so generated clients take a boolean; the forms the service has always read stay accepted */
+const ALSO_ONE_AND_ZERO = '`1` and `0` are accepted as `true` and `false`; any other value is refused (422).';
 
 /**
  * The named query parameters of `GET /conversations`. `metadata[KEY]` keys are
@@ -77,11 +79,11 @@ export class ConversationListQuery extends PaginationQuery {
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.filterText)
   q?: string;
 
-  @ApiPropertyOptional({ enum: ['true', 'false', '1', '0'], description: 'Only test-run conversations (`true`/`1`) or only real ones (`false`/`0`).' })
+  @ApiPropertyOptional({ type: 'boolean', description: `Only test-run conversations (\`true\`) or only real ones (\`false\`). ${ALSO_ONE_AND_ZERO}` })
   @IsOptional() @Transform(toQueryBoolean) @IsBoolean(BOOLEAN_MESSAGE)
   is_simulation?: boolean;
 
-  @ApiPropertyOptional({ enum: ['true', 'false', '1', '0'], description: 'Only the onboarding welcome conversation (`true`/`1`) or all others (`false`/`0`).' })
+  @ApiPropertyOptional({ type: 'boolean', description: `Only the onboarding welcome conversation (\`true\`) or all others (\`false\`). ${ALSO_ONE_AND_ZERO}` })
   @IsOptional() @Transform(toQueryBoolean) @IsBoolean(BOOLEAN_MESSAGE)
   is_onboarding?: boolean;
 }
@@ -89,8 +91,8 @@ export class ConversationListQuery extends PaginationQuery {
 /** `GET /conversations/{id}` query. */
 export class ConversationDetailQuery {
   @ApiPropertyOptional({
-    enum: ['true', '1', 'false', '0'],
-    description: '`true` or `1` adds `trigger_payload` (may contain customer personal data); `false`/`0` or absent leave it out.',
+    type: 'boolean',
+    description: `\`true\` adds \`trigger_payload\` (may contain customer personal data); \`false\` or absent leave it out. ${ALSO_ONE_AND_ZERO}`,
   })
   @IsOptional() @Transform(toQueryBoolean) @IsBoolean(BOOLEAN_MESSAGE)
   include_trigger_payload?: boolean;

@@ -9,11 +9,13 @@ import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { CustomToolCreateDto, CustomToolDto, CustomToolUpdateDto } from './custom-tools.dto';
 import { CustomToolsService } from './custom-tools.service';
+import { ConditionalWrites } from '../conditional/conditional.decorators';
 import { idPattern } from '../common/input-bounds';
 
 const TOOL_ID = { name: 'id', description: '`tool_<24 hex>`', schema: { type: 'string', pattern: idPattern('customTool') } } as const;
 @ApiTags('Custom tools')
 @Controller('custom_tools')
+@ConditionalWrites(CustomToolsService)
 export class CustomToolsController {
   constructor(private readonly tools: CustomToolsService) {}
 

@@ -13,6 +13,7 @@ import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { CustomToolCreateDto, CustomToolDto, CustomToolUpdateDto } from './custom-tools.dto';
 import { mapCustomTool } from './custom-tools.mapper';
 import { CustomToolsRepository, type CustomToolChanges } from './custom-tools.repository';
+import type { LockedRepresentation } from '../conditional/conditional.decorators';
 import { buildToolChanges, buildToolRow, firstFreeToolName, toolNameBase, type StoredCredentials } from './custom-tools.rules';
 
 const NAME_UNIQUE = 'custom_tools_org_name_unique';
@@ -20,7 +21,7 @@ const NAME_UNIQUE = 'custom_tools_org_name_unique';
 const NAME_ATTEMPTS = 3;
 
 @Injectable()
-export class CustomToolsService {
+export class CustomToolsService implements LockedRepresentation {
   constructor(
     private readonly connection: DatabaseConnection,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -40,6 +41,13 @@ export class CustomToolsService {
     const row = id ? await this.repository.findById(orgId, id) : null;
     if (!row) throw ApiError.notFound('Custom tool');
     return mapCustomTool(row);
+  }
+
+  /** The tool as GET answers it, locked until the transaction ends (If-Match on PATCH and DELETE). */
+  async lockedRepresentation(orgId: string, rawId: string): Promise<CustomToolDto | null> {
+    const id = parseId('customTool', rawId);
+    const row = id ? await this.repository.findForUpdate(orgId, id) : null;
+    return row ? mapCustomTool(row) : null;
   }
 
   async createCustomTool(orgId: string, input: CustomToolCreateDto): Promise<CustomToolDto> {

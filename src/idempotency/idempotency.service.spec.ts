@@ -51,6 +51,6 @@ describe('requestFingerprint', () => {
 describe('isStorableStatus', () => {
   it('stores 2xx and the operation\'s own 4xx, never 401, 403, 429 or 5xx', () => {
     expect([200, 201, 404, 409, 422].every(isStorableStatus)).toBe(true);
-    expect([401, 403, 429, 500, 503].some(isStorableStatus)).toBe(false);
+    expect([401, 403, 412, 429, 500, 503].some(isStorableStatus)).toBe(false);
   });
 });

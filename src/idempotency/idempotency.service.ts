@@ -51,8 +51,9 @@ export function requestFingerprint(method: string, path: string, rawBody: Buffer
 /** Which outcomes a retry must get again (see docs/decisions.md, "Idempotency"). */
 export function isStorableStatus(status: number): boolean {
   if (status >= 200 && status < 300) return true;
-  // the operation's own answers are final; auth, rate limits and faults are not
-  return status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 429;
+  // the operation's own answers are final; auth, rate limits and faults are not, nor a failed
+  // If-Match (412): the operation did not run, and a retry after re-reading must be able to
+  return status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 412 && status !== 429;
 }
 
 @Injectable()

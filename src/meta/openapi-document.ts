@@ -5,7 +5,9 @@ import { BEARER_SCHEME } from '../auth/auth.decorators';
 import { API_PREFIX } from '../common/api-paths';
 import { partialUpdateBodySchemas, schemaRulesByName } from '../common/openapi';
 import { HOSTILE_INPUT_RULES, MAX_BODY_DEPTH } from '../common/validation';
+import { documentConditionalRequests } from '../conditional/conditional.openapi';
 import { documentIdempotency } from '../idempotency/idempotency.openapi';
+import { documentResponsesForGenerators } from './openapi-responses';
 import { documentRateLimits } from '../rate-limit/rate-limit.openapi';
 
 const API_VERSION = '1.0.0';
@@ -97,7 +99,9 @@ const OPENAPI_POST_PROCESSING: ReadonlyArray<{ name: string; apply(document: Ope
   { name: 'request bodies: no defaults; 400/408/413/417/422/431 on every operation', apply: documentRequestBodies },
   { name: 'request bodies: unknown fields refused, rules across fields', apply: documentBodyRules },
   { name: 'Idempotency-Key on every authenticated POST and PATCH', apply: documentIdempotency },
+  { name: 'ETag, If-None-Match / 304 and If-Match / 412 where the routes declare them', apply: documentConditionalRequests },
   { name: 'rate-limit headers on every response of every authenticated operation', apply: documentRateLimits },
+  { name: 'answers for generated clients: named envelopes, open enums, every field always sent required', apply: documentResponsesForGenerators },
 ];
 
 function toOpenApi31(generated: OpenAPIObject): OpenAPIObject {

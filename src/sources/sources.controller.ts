@@ -9,12 +9,14 @@ import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { SourceCreateDto, SourceDto } from './sources.dto';
 import { SourcesService } from './sources.service';
+import { ConditionalWrites } from '../conditional/conditional.decorators';
 import { idPattern } from '../common/input-bounds';
 
 const SOURCE_ID = { name: 'id', description: '`source_<24 hex>`', schema: { type: 'string', pattern: idPattern('source') } } as const;
 
 @ApiTags('Sources')
 @Controller('sources')
+@ConditionalWrites(SourcesService)
 export class SourcesController {
   constructor(private readonly sources: SourcesService) {}
 

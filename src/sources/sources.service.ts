@@ -11,10 +11,11 @@ import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { SourceCreateDto, SourceDto } from './sources.dto';
 import { mapSource } from './sources.mapper';
 import { SourcesRepository } from './sources.repository';
+import type { LockedRepresentation } from '../conditional/conditional.decorators';
 import { refuseUncreatableType, sourceConfigProblems, sourceConfigRow } from './sources.rules';
 
 @Injectable()
-export class SourcesService {
+export class SourcesService implements LockedRepresentation {
   constructor(
     private readonly connection: DatabaseConnection,
     private readonly repository: SourcesRepository,
@@ -33,6 +34,13 @@ export class SourcesService {
     const row = id ? await this.repository.findById(orgId, id) : null;
     if (!row) throw ApiError.notFound('Source');
     return mapSource(row);
+  }
+
+  /** The source as GET answers it, locked until the transaction ends (If-Match on DELETE). */
+  async lockedRepresentation(orgId: string, rawId: string): Promise<SourceDto | null> {
+    const id = parseId('source', rawId);
+    const row = id ? await this.repository.findForUpdate(orgId, id) : null;
+    return row ? mapSource(row) : null;
   }
 
   async createSource(orgId: string, input: SourceCreateDto): Promise<SourceDto> {

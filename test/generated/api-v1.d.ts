@@ -243,7 +243,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Conversations, newest first, with filters */
+        /**
+         * Conversations, newest first, with filters
+         * @description **Metadata filter** `metadata[KEY]=VALUE`: exact match on the key `KEY` of `metadata`, in bracket notation (`metadata[ticketId]=123`; the brackets may be percent-encoded), several keys AND-ed. At most 20 keys of at most 64 characters, values of at most 500. Keys starting with `$` or containing a dot are rejected (422). It is described here rather than as a `deepObject` parameter, which many generators send as `KEY=VALUE` (ignored, so the list would come back unfiltered). The same filter is in `x-query-deep-objects`.
+         */
         get: operations["listConversations"];
         put?: never;
         post?: never;
@@ -377,11 +380,8 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         ErrorBody: {
-            /**
-             * @description Stable machine-readable code: branch on this.
-             * @enum {string}
-             */
-            code: "unauthorized" | "insufficient_scope" | "org_inactive" | "not_found" | "agent_not_found" | "agent_handle_taken" | "idempotency_key_reused" | "conflict" | "validation_failed" | "request_timeout" | "bad_request" | "headers_too_large" | "expectation_failed" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
+            /** @description Stable machine-readable code: branch on this. */
+            code: components["schemas"]["ErrorCode"] | string;
             /** @description Human-readable; may change between releases. */
             message: string;
             request_id: string | null;
@@ -418,9 +418,9 @@ export interface components {
             total: number;
             used: number;
             remaining: number;
-            top_up?: number;
+            top_up: number;
             /** Format: date-time */
-            reset_at?: string | null;
+            reset_at: string | null;
         };
         OrgLimitsDto: {
             /** @description null means unlimited */
@@ -444,30 +444,26 @@ export interface components {
             slug: string;
             /** @description Plan name. */
             plan: string;
-            /**
-             * @description `past_due` forbids writes; `suspended` forbids reads and writes.
-             * @enum {string}
-             */
-            status: "active" | "trialing" | "past_due" | "suspended";
+            /** @description `past_due` forbids writes; `suspended` forbids reads and writes. */
+            status: components["schemas"]["OrgStatus"] | string;
             credits: components["schemas"]["OrgCreditsDto"];
             limits: components["schemas"]["OrgLimitsDto"];
-            trial?: components["schemas"]["OrgTrialDto"] | null;
+            trial: components["schemas"]["OrgTrialDto"] | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
         };
         MemberDto: {
             id: string;
             user_id: string;
-            name?: string | null;
+            name: string | null;
             /** Format: email */
             email: string;
-            /** @enum {string} */
-            role: "owner" | "admin" | "member";
+            role: components["schemas"]["MemberRole"] | string;
             is_active: boolean;
             /** Format: date-time */
-            last_login_at?: string | null;
+            last_login_at: string | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
         };
         ToolRefDto: {
             /** @description Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix. */
@@ -489,65 +485,50 @@ export interface components {
             /** @description camelCase alphanumeric; unique per organization, case-insensitively. */
             handle: string;
             name: string;
-            description?: string | null;
+            description: string | null;
             /** @description Model identifier. */
-            model?: string | null;
+            model: string | null;
             is_active: boolean;
             /** @description A CSS hex color: `#rgb`, `#rgba`, `#rrggbb` or `#rrggbbaa`. */
-            color?: string | null;
-            avatar?: string | null;
+            color: string | null;
+            avatar: string | null;
             tools_count: number;
             sub_agents_count: number;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
-            instructions?: string | null;
-            instructions_html?: string | null;
-            include_system_prompt?: boolean;
+            updated_at: string | null;
+            instructions: string | null;
+            instructions_html: string | null;
+            include_system_prompt: boolean;
             /** @description The stored tool list; PATCH `tools` replaces it whole. */
-            tools?: components["schemas"]["ToolRefDto"][];
+            tools: components["schemas"]["ToolRefDto"][];
             /** @description Connector ids. */
-            connectors?: string[];
+            connectors: string[];
             /** @description Agent ids. */
-            sub_agents?: string[];
-            data_sources?: components["schemas"]["DataSourceRefDto"][];
-            pending_trigger_hint?: {
+            sub_agents: string[];
+            data_sources: components["schemas"]["DataSourceRefDto"][];
+            pending_trigger_hint: {
                 [key: string]: unknown;
             } | null;
-            deactivated_reason?: string | null;
+            deactivated_reason: string | null;
             /** Format: date-time */
-            deactivated_at?: string | null;
-        };
-        ToolRefInputDto: {
-            /** @description Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix. */
-            name: string;
-            /** @description Connector instance id; null for built-in or knowledge tools. */
-            connector_id?: string | null;
-        };
-        DataSourceRefInputDto: {
-            /** @example source_0123456789abcdef01234567 */
-            source_id: string;
-            /** @enum {string} */
-            scope: "all" | "selected";
-            /** @description Document ids to include when `scope` = `selected`. */
-            documents?: string[];
+            deactivated_at: string | null;
         };
         AgentCreateDto: {
             description?: string | null;
             model?: string | null;
             /** @description A CSS hex color: `#rgb`, `#rgba`, `#rrggbb` or `#rrggbbaa`. Default: `#6366f1`. */
             color?: string;
-            /** @description An image URL (https, or `data:image/…`) or a short identifier. `javascript:`, `vbscript:`, `file:` and `data:` URLs other than `data:image/…` are refused (422), and so are control characters and a leading space. */
             avatar?: string | null;
             /** @description Default: `true`. */
             include_system_prompt?: boolean;
-            tools?: components["schemas"]["ToolRefInputDto"][];
+            tools?: components["schemas"]["ToolRefDto"][];
             /** @description Connector ids of this organization. */
             connectors?: string[];
             /** @description Agent ids of this organization; an agent may not reference itself. */
             sub_agents?: string[];
-            data_sources?: components["schemas"]["DataSourceRefInputDto"][];
+            data_sources?: components["schemas"]["DataSourceRefDto"][];
             /** @description Free-form object of at most 8192 bytes as JSON, nested at most 5 levels. JSON is stored exactly as sent or refused (422 naming the field): a number whose value a 64-bit float cannot hold as written (`1e400`, `18446744073709551617`, `1e-400`) and `-0` are refused; in free-form objects every key is kept, except `__proto__`, which is refused. */
             pending_trigger_hint?: {
                 [key: string]: unknown;
@@ -558,21 +539,20 @@ export interface components {
             /** @description Required unless `instructions_html` is provided. */
             instructions?: string;
             instructions_html?: string;
-        } | unknown | unknown;
+        };
         AgentUpdateDto: {
             description?: string | null;
             model?: string | null;
             /** @description A CSS hex color: `#rgb`, `#rgba`, `#rrggbb` or `#rrggbbaa`. */
             color?: string;
-            /** @description An image URL (https, or `data:image/…`) or a short identifier. `javascript:`, `vbscript:`, `file:` and `data:` URLs other than `data:image/…` are refused (422), and so are control characters and a leading space. */
             avatar?: string | null;
             include_system_prompt?: boolean;
-            tools?: components["schemas"]["ToolRefInputDto"][];
+            tools?: components["schemas"]["ToolRefDto"][];
             /** @description Connector ids of this organization. */
             connectors?: string[];
             /** @description Agent ids of this organization; an agent may not reference itself. */
             sub_agents?: string[];
-            data_sources?: components["schemas"]["DataSourceRefInputDto"][];
+            data_sources?: components["schemas"]["DataSourceRefDto"][];
             /** @description Free-form object of at most 8192 bytes as JSON, nested at most 5 levels. JSON is stored exactly as sent or refused (422 naming the field): a number whose value a 64-bit float cannot hold as written (`1e400`, `18446744073709551617`, `1e-400`) and `-0` are refused; in free-form objects every key is kept, except `__proto__`, which is refused. */
             pending_trigger_hint?: {
                 [key: string]: unknown;
@@ -600,25 +580,17 @@ export interface components {
         };
         CustomToolParamDto: {
             name: string;
-            /**
-             * @default string
-             * @enum {string}
-             */
-            type: "string" | "number" | "boolean" | "integer";
+            type: components["schemas"]["CustomToolParamType"] | string;
             description?: string;
             /** @default false */
             required: boolean;
-            /**
-             * @description defaults to `query` for GET and `body` otherwise
-             * @enum {string}
-             */
-            in: "query" | "header" | "body";
+            /** @description defaults to `query` for GET and `body` otherwise */
+            in: components["schemas"]["CustomToolParamIn"] | string;
             /** @description actual HTTP header name; set when `in` = `header` (defaults to the parameter's `name`) */
             headerName?: string;
         };
         CustomToolAuthDto: {
-            /** @enum {string} */
-            type: "none" | "bearer" | "api_key" | "basic";
+            type: components["schemas"]["CustomToolAuthType"] | string;
             /** @description set only when `type` = `api_key` (default `X-API-Key`) */
             header_name: string | null;
         };
@@ -633,28 +605,26 @@ export interface components {
             name: string;
             label: string;
             description: string;
-            /** @enum {string} */
-            type: "read" | "write";
-            /** @enum {string} */
-            method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+            type: components["schemas"]["CustomToolType"] | string;
+            method: components["schemas"]["CustomToolMethod"] | string;
             /** @description may contain `{{param}}` placeholders substituted at execution time; undeclared ones are kept as written */
             url: string;
             headers: {
                 [key: string]: string;
             };
             /** @description JSON string template for POST, PUT, PATCH bodies; supports `{{param}}` */
-            body_template?: string | null;
+            body_template: string | null;
             parameters: components["schemas"]["CustomToolParamDto"][];
             /** @description dot path into the response, e.g. `data.items` */
-            response_mapping?: string | null;
+            response_mapping: string | null;
             /** @description Credentials are never returned. */
             auth: components["schemas"]["CustomToolAuthDto"];
-            group?: components["schemas"]["CustomToolGroupDto"] | null;
+            group: components["schemas"]["CustomToolGroupDto"] | null;
             is_active: boolean;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
         };
         CustomToolParamInputDto: {
             /** @description 1 to 64 letters, digits, `_`, `.` or `-` (the characters of a `{{placeholder}}`); unique within the tool */
@@ -750,21 +720,19 @@ export interface components {
         };
         SourceDto: {
             id: string;
-            /** @enum {string} */
-            type: "upload" | "website" | "webpage" | "connector";
+            type: components["schemas"]["SourceType"] | string;
             name: string;
-            connector_id?: string | null;
-            connector_type?: string | null;
-            /** @enum {string} */
-            sync_status: "ready" | "fetching" | "syncing" | "error";
+            connector_id: string | null;
+            connector_type: string | null;
+            sync_status: components["schemas"]["SourceSyncStatus"] | string;
             /** Format: date-time */
-            last_sync_at?: string | null;
-            document_count?: number | null;
+            last_sync_at: string | null;
+            document_count: number | null;
             is_active: boolean;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
         };
         SourceCreateDto: {
             /**
@@ -774,18 +742,18 @@ export interface components {
             type: "website" | "webpage";
             /** @description display name */
             name: string;
-            /** @description type-specific; additional keys allowed. Required in practice: `config.url` is required for both types this endpoint creates. Additional keys are allowed and stored exactly as sent (never returned); `__proto__` is refused. The keys this service documents keep their types: `url` (required), `indexed`, and for a `website` `max_pages` (integer 1 to 1,000,000) and `crawl` (only `include` and `exclude`, arrays of at most 50000 path patterns of at most 2048 characters, which are paths, not URLs: no scheme and no leading `//`; and `max_depth`, integer 0 to 100); a `webpage` does not read `max_pages` or `crawl`, which keep their types there too. `config` is stored in clear: it is not a place for secrets. At most 262144 bytes as JSON (256 KiB), nested at most 31 levels. */
+            /** @description type-specific: the additional keys are the ones each type documents. Only the keys of the source type are accepted; any other is an unknown field (422). `website`: `url` (required), `indexed`, `max_pages` (integer 1 to 1,000,000), `crawl` (an object of `include` and `exclude`, arrays of at most 50000 path patterns of at most 2048 characters, and `max_depth`, integer 0 to 100). `webpage`: `url` (required), `indexed`. No key takes credentials, headers or a proxy: `config` is not a place for secrets. At most 262144 bytes as JSON (256 KiB): room for include/exclude lists of thousands of paths. */
             config?: {
                 /** @description absolute http(s) URL; required for website and webpage. No user info (`user:pw@`), whitespace, control characters or backslashes. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6), a multicast address, an IPv6 address outside global unicast `2000::/3` (site-local `fec0::/10` included), nor a name internal by convention: single-label names, `metadata.goog` and names ending in `.localhost`, `.local`, `.internal`, `.svc`, `.arpa`, `.localdomain`, `.lan`, `.home`, `.corp`, `.test`, `.invalid`, `.onion`, `.alt`. */
-                url: string;
+                url?: string;
                 /** @description when true the content is chunked and embedded and becomes searchable through the `search_knowledge` tool Default: `false`. */
                 indexed?: boolean;
                 /**
                  * Format: int32
-                 * @description read for a `website`: the most pages a crawl fetches
+                 * @description `website` only: the most pages a crawl fetches
                  */
                 max_pages?: number;
-                /** @description read for a `website`: which paths a crawl follows */
+                /** @description `website` only: which paths a crawl follows */
                 crawl?: {
                     /** @description path patterns to follow */
                     include?: string[];
@@ -797,8 +765,6 @@ export interface components {
                      */
                     max_depth?: number;
                 };
-            } & {
-                [key: string]: unknown;
             };
         };
         ConnectorSummaryDto: {
@@ -807,21 +773,19 @@ export interface components {
             type: string;
             /** @description display name; distinguishes several instances of the same type */
             name: string;
-            /** @enum {string} */
-            status: "connected" | "auth_failed" | "token_expired";
-            status_reason?: string | null;
+            status: components["schemas"]["ConnectorSummaryStatus"] | string;
+            status_reason: string | null;
             is_active: boolean;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
         };
         ConnectorToolDto: {
             name: string;
             label?: string;
             description?: string;
-            /** @enum {string} */
-            type?: "read" | "write";
+            type?: components["schemas"]["CustomToolType"] | string;
             requires_confirmation?: boolean;
             /** @description true if the tool has been turned off for this connector instance in the dashboard */
             disabled?: boolean;
@@ -832,87 +796,83 @@ export interface components {
             type: string;
             /** @description display name; distinguishes several instances of the same type */
             name: string;
-            /** @enum {string} */
-            status: "connected" | "auth_failed" | "token_expired";
-            status_reason?: string | null;
+            status: components["schemas"]["ConnectorSummaryStatus"] | string;
+            status_reason: string | null;
             is_active: boolean;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
             tools: components["schemas"]["ConnectorToolDto"][];
         };
         ConversationSummaryDto: {
             id: string;
-            title?: string | null;
-            /** @enum {string} */
-            source: "dashboard" | "autonomous" | "embed" | "sub-agent";
-            agent_id?: string | null;
-            model?: string | null;
+            title: string | null;
+            source: components["schemas"]["ConversationSummarySource"] | string;
+            agent_id: string | null;
+            model: string | null;
             autonomous: boolean;
             is_onboarding: boolean;
             is_simulation: boolean;
             /** @description null for sub-agent runs */
-            conversation_number?: number | null;
-            parent_conversation_id?: string | null;
+            conversation_number: number | null;
+            parent_conversation_id: string | null;
             credits_used: number;
-            metadata?: {
+            metadata: {
                 [key: string]: unknown;
             } | null;
             /** @description null in list responses; the real count in the detail */
-            message_count?: number | null;
+            message_count: number | null;
             /** Format: date-time */
-            last_message_at?: string | null;
+            last_message_at: string | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
         };
         ToolCallDto: {
             id: string;
             name: string;
             /** @description JSON-serialized arguments */
             arguments: string;
-            status?: string | null;
+            status: string | null;
         };
         MessageDto: {
-            id?: string | null;
-            /** @enum {string} */
-            role: "user" | "assistant" | "tool" | "system";
+            id: string | null;
+            role: components["schemas"]["MessageRole"] | string;
             content: string;
-            tool_calls?: components["schemas"]["ToolCallDto"][] | null;
-            tool_call_id?: string | null;
-            tool_name?: string | null;
-            connector_type?: string | null;
-            model?: string | null;
+            tool_calls: components["schemas"]["ToolCallDto"][] | null;
+            tool_call_id: string | null;
+            tool_name: string | null;
+            connector_type: string | null;
+            model: string | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
         };
         ConversationDetailDto: {
             id: string;
-            title?: string | null;
-            /** @enum {string} */
-            source: "dashboard" | "autonomous" | "embed" | "sub-agent";
-            agent_id?: string | null;
-            model?: string | null;
+            title: string | null;
+            source: components["schemas"]["ConversationSummarySource"] | string;
+            agent_id: string | null;
+            model: string | null;
             autonomous: boolean;
             is_onboarding: boolean;
             is_simulation: boolean;
             /** @description null for sub-agent runs */
-            conversation_number?: number | null;
-            parent_conversation_id?: string | null;
+            conversation_number: number | null;
+            parent_conversation_id: string | null;
             credits_used: number;
-            metadata?: {
+            metadata: {
                 [key: string]: unknown;
             } | null;
             /** @description null in list responses; the real count in the detail */
-            message_count?: number | null;
+            message_count: number | null;
             /** Format: date-time */
-            last_message_at?: string | null;
+            last_message_at: string | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
             messages: components["schemas"]["MessageDto"][];
             /** @description Raw webhook payload of an autonomous run, any JSON value or null; present only with `include_trigger_payload=true` or `1`. */
             trigger_payload?: {
@@ -920,55 +880,55 @@ export interface components {
             } | unknown[] | string | number | boolean | null;
         };
         TriggerScheduleDto: {
-            cron_expression?: string | null;
-            interval_hours?: number | null;
+            cron_expression: string | null;
+            interval_hours: number | null;
             /** Format: date-time */
-            next_run_at?: string | null;
+            next_run_at: string | null;
             /** Format: date-time */
-            last_run_at?: string | null;
-            last_run_status?: string | null;
+            last_run_at: string | null;
+            last_run_status: string | null;
         };
         TriggerDto: {
             id: string;
-            agent_id?: string | null;
+            agent_id: string | null;
             /** @description null for custom and cron-scheduled triggers */
-            connector_id?: string | null;
+            connector_id: string | null;
             connector_type: string;
             /** @description e.g. `ticket.created`, `cron.scheduled`, `svc.custom_trigger` */
             event: string;
             /** @description false while the agent is inactive or deleted (agent cascade) */
             is_active: boolean;
-            conditions?: {
+            conditions: {
                 [key: string]: unknown;
             } | null;
-            settings?: {
+            settings: {
                 [key: string]: unknown;
             };
             /** @description set only for `cron.scheduled` triggers */
-            schedule?: components["schemas"]["TriggerScheduleDto"] | null;
+            schedule: components["schemas"]["TriggerScheduleDto"] | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
         };
         ChatbotDto: {
             id: string;
             /** @description widget identifier embedded in customer sites; safe to expose */
             public_id: string;
             name: string;
-            agent_id?: string | null;
+            agent_id: string | null;
             /** @description false while paused (e.g. its agent is inactive or deleted) */
             is_active: boolean;
             allow_write_tools: boolean;
             allowed_domains: string[];
-            theme?: {
+            theme: {
                 [key: string]: unknown;
             } | null;
-            welcome_message?: string | null;
+            welcome_message: string | null;
             /** Format: date-time */
-            created_at?: string | null;
+            created_at: string | null;
             /** Format: date-time */
-            updated_at?: string | null;
+            updated_at: string | null;
         };
         AnalyticsWindowDto: {
             /** Format: date-time */
@@ -1018,6 +978,151 @@ export interface components {
             /** @description one entry per UTC day of the window (days without conversations included), newest first; paginated by `cursor`/`limit`, next page in `meta.next_cursor` */
             daily: components["schemas"]["AnalyticsDayDto"][];
         };
+        BannerResponse: {
+            data: components["schemas"]["BannerDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        OrgResponse: {
+            data: components["schemas"]["OrgDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        MemberListResponse: {
+            data: components["schemas"]["MemberDto"][];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        AgentListResponse: {
+            data: components["schemas"]["AgentDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        AgentResponse: {
+            data: components["schemas"]["AgentDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        DeleteAcknowledgementResponse: {
+            data: components["schemas"]["DeleteAcknowledgementDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        CustomToolListResponse: {
+            data: components["schemas"]["CustomToolDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        CustomToolResponse: {
+            data: components["schemas"]["CustomToolDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        SourceListResponse: {
+            data: components["schemas"]["SourceDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        SourceResponse: {
+            data: components["schemas"]["SourceDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        ConnectorSummaryListResponse: {
+            data: components["schemas"]["ConnectorSummaryDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        ConnectorDetailResponse: {
+            data: components["schemas"]["ConnectorDetailDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        ConversationSummaryListResponse: {
+            data: components["schemas"]["ConversationSummaryDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        ConversationDetailResponse: {
+            data: components["schemas"]["ConversationDetailDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        MessageListResponse: {
+            data: components["schemas"]["MessageDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        TriggerListResponse: {
+            data: components["schemas"]["TriggerDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        TriggerResponse: {
+            data: components["schemas"]["TriggerDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        ChatbotListResponse: {
+            data: components["schemas"]["ChatbotDto"][];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        ChatbotResponse: {
+            data: components["schemas"]["ChatbotDto"];
+            meta: components["schemas"]["ResponseMeta"];
+        };
+        AgentAnalyticsResponse: {
+            data: components["schemas"]["AgentAnalyticsDto"];
+            meta: components["schemas"]["ListResponseMeta"];
+        };
+        /**
+         * @description Values known today. The list is not complete: branch on the codes you handle and treat others by status.
+         * @enum {string}
+         */
+        ErrorCode: "unauthorized" | "insufficient_scope" | "org_inactive" | "not_found" | "agent_not_found" | "agent_handle_taken" | "idempotency_key_reused" | "conflict" | "precondition_failed" | "validation_failed" | "request_timeout" | "bad_request" | "headers_too_large" | "expectation_failed" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        OrgStatus: "active" | "trialing" | "past_due" | "suspended";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        MemberRole: "owner" | "admin" | "member";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        CustomToolType: "read" | "write";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        CustomToolMethod: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        CustomToolParamType: "string" | "number" | "boolean" | "integer";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        CustomToolParamIn: "query" | "header" | "body";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        CustomToolAuthType: "none" | "bearer" | "api_key" | "basic";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        SourceType: "upload" | "website" | "webpage" | "connector";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        SourceSyncStatus: "ready" | "fetching" | "syncing" | "error";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        ConnectorSummaryStatus: "connected" | "auth_failed" | "token_expired";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        ConversationSummarySource: "dashboard" | "autonomous" | "embed" | "sub-agent";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
+        MessageRole: "user" | "assistant" | "tool" | "system";
     };
     responses: never;
     parameters: never;
@@ -1030,7 +1135,10 @@ export interface operations {
     getBanner: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1041,16 +1149,26 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["BannerDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["BannerResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1137,7 +1255,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1207,7 +1325,10 @@ export interface operations {
     getOrg: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1218,6 +1339,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -1227,13 +1350,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["OrgDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["OrgResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -1435,13 +1572,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["MemberDto"][];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["MemberListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -1647,13 +1781,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["AgentDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["AgentListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -1855,6 +1986,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -1866,13 +1999,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["AgentDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["AgentResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2077,7 +2207,10 @@ export interface operations {
     getAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description Agent id, prefixed (`agent_<24 hex>`) or bare (`<24 hex>`). */
                 id: string;
@@ -2091,6 +2224,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -2100,13 +2235,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["AgentDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["AgentResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2305,7 +2454,10 @@ export interface operations {
     deleteAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the resource only if it is still as read: the `ETag` of the last read (or a comma-separated list of tags, or `*` for any current version). When none is the current tag (strong comparison; a weak `W/` tag never is, nor a value that is not a list of entity tags), the answer is 412 `precondition_failed` and nothing changes. The check and the write are atomic: of two writes sent with the same tag, one passes. Not part of the `Idempotency-Key` fingerprint (method, path and body only): a retry with the key of a write that committed gets the stored answer; a 412 is not stored, so after re-reading the same key can be sent again with the new tag. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description Agent id, prefixed (`agent_<24 hex>`) or bare (`<24 hex>`). */
                 id: string;
@@ -2328,13 +2480,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["DeleteAcknowledgementDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["DeleteAcknowledgementResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2403,6 +2552,23 @@ export interface operations {
             /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
             408: {
                 headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Precondition failed (`precondition_failed`): `If-Match` names none of the current entity tags of the resource; nothing was changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description Equals `request_id` in the body. */
+                    "X-Request-ID"?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -2536,6 +2702,8 @@ export interface operations {
             header?: {
                 /** @description Makes the request safe to retry: the same key with the same method, path and body within 24 hours returns the stored response (with this request's `meta.request_id` and `Idempotent-Replayed: true`) without running the operation again; with a different method, path or body it returns 409 `idempotency_key_reused`. Keys are scoped per organization. */
                 "Idempotency-Key"?: string;
+                /** @description Change the resource only if it is still as read: the `ETag` of the last read (or a comma-separated list of tags, or `*` for any current version). When none is the current tag (strong comparison; a weak `W/` tag never is, nor a value that is not a list of entity tags), the answer is 412 `precondition_failed` and nothing changes. The check and the write are atomic: of two writes sent with the same tag, one passes. Not part of the `Idempotency-Key` fingerprint (method, path and body only): a retry with the key of a write that committed gets the stored answer; a 412 is not stored, so after re-reading the same key can be sent again with the new tag. */
+                "If-Match"?: string;
             };
             path: {
                 /** @description Agent id, prefixed (`agent_<24 hex>`) or bare (`<24 hex>`). */
@@ -2554,6 +2722,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2565,13 +2735,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["AgentDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["AgentResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2661,6 +2828,23 @@ export interface operations {
                     "X-Request-ID"?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Precondition failed (`precondition_failed`): `If-Match` names none of the current entity tags of the resource; nothing was changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description Equals `request_id` in the body. */
+                    "X-Request-ID"?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -2819,13 +3003,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["CustomToolDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["CustomToolListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3027,6 +3208,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3038,13 +3221,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["CustomToolDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["CustomToolResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3249,7 +3429,10 @@ export interface operations {
     getCustomTool: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description `tool_<24 hex>` */
                 id: string;
@@ -3263,6 +3446,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -3272,13 +3457,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["CustomToolDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["CustomToolResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3477,7 +3676,10 @@ export interface operations {
     deleteCustomTool: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the resource only if it is still as read: the `ETag` of the last read (or a comma-separated list of tags, or `*` for any current version). When none is the current tag (strong comparison; a weak `W/` tag never is, nor a value that is not a list of entity tags), the answer is 412 `precondition_failed` and nothing changes. The check and the write are atomic: of two writes sent with the same tag, one passes. Not part of the `Idempotency-Key` fingerprint (method, path and body only): a retry with the key of a write that committed gets the stored answer; a 412 is not stored, so after re-reading the same key can be sent again with the new tag. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description `tool_<24 hex>` */
                 id: string;
@@ -3500,13 +3702,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["DeleteAcknowledgementDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["DeleteAcknowledgementResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3575,6 +3774,23 @@ export interface operations {
             /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
             408: {
                 headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Precondition failed (`precondition_failed`): `If-Match` names none of the current entity tags of the resource; nothing was changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description Equals `request_id` in the body. */
+                    "X-Request-ID"?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -3708,6 +3924,8 @@ export interface operations {
             header?: {
                 /** @description Makes the request safe to retry: the same key with the same method, path and body within 24 hours returns the stored response (with this request's `meta.request_id` and `Idempotent-Replayed: true`) without running the operation again; with a different method, path or body it returns 409 `idempotency_key_reused`. Keys are scoped per organization. */
                 "Idempotency-Key"?: string;
+                /** @description Change the resource only if it is still as read: the `ETag` of the last read (or a comma-separated list of tags, or `*` for any current version). When none is the current tag (strong comparison; a weak `W/` tag never is, nor a value that is not a list of entity tags), the answer is 412 `precondition_failed` and nothing changes. The check and the write are atomic: of two writes sent with the same tag, one passes. Not part of the `Idempotency-Key` fingerprint (method, path and body only): a retry with the key of a write that committed gets the stored answer; a 412 is not stored, so after re-reading the same key can be sent again with the new tag. */
+                "If-Match"?: string;
             };
             path: {
                 /** @description `tool_<24 hex>` */
@@ -3726,6 +3944,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3737,13 +3957,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["CustomToolDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["CustomToolResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3833,6 +4050,23 @@ export interface operations {
                     "X-Request-ID"?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Precondition failed (`precondition_failed`): `If-Match` names none of the current entity tags of the resource; nothing was changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description Equals `request_id` in the body. */
+                    "X-Request-ID"?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -3991,13 +4225,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["SourceDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["SourceListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4199,6 +4430,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key`. */
                     "Idempotent-Replayed"?: "true";
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4210,13 +4443,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["SourceDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["SourceResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4421,7 +4651,10 @@ export interface operations {
     getSource: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description `source_<24 hex>` */
                 id: string;
@@ -4435,6 +4668,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -4444,13 +4679,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["SourceDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["SourceResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4649,7 +4898,10 @@ export interface operations {
     deleteSource: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the resource only if it is still as read: the `ETag` of the last read (or a comma-separated list of tags, or `*` for any current version). When none is the current tag (strong comparison; a weak `W/` tag never is, nor a value that is not a list of entity tags), the answer is 412 `precondition_failed` and nothing changes. The check and the write are atomic: of two writes sent with the same tag, one passes. Not part of the `Idempotency-Key` fingerprint (method, path and body only): a retry with the key of a write that committed gets the stored answer; a 412 is not stored, so after re-reading the same key can be sent again with the new tag. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description `source_<24 hex>` */
                 id: string;
@@ -4672,13 +4924,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["DeleteAcknowledgementDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["DeleteAcknowledgementResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4747,6 +4996,23 @@ export interface operations {
             /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
             408: {
                 headers: {
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Precondition failed (`precondition_failed`): `If-Match` names none of the current entity tags of the resource; nothing was changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description Equals `request_id` in the body. */
+                    "X-Request-ID"?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -4901,13 +5167,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ConnectorSummaryDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["ConnectorSummaryListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5091,7 +5354,10 @@ export interface operations {
     getConnector: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description `connector_<24 hex>` or the bare 24-hex id */
                 id: string;
@@ -5105,6 +5371,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -5114,13 +5382,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ConnectorDetailDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["ConnectorDetailResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5319,10 +5601,6 @@ export interface operations {
     listConversations: {
         parameters: {
             query?: {
-                /** @description Exact match on metadata keys in bracket notation (`metadata[ticketId]=123`), several keys AND-ed. At most 20 keys of at most 64 characters, values of at most 500. Keys starting with `$` or containing a dot are rejected (422). */
-                metadata?: {
-                    [key: string]: string;
-                };
                 /** @description Opaque cursor from `meta.next_cursor` of the previous page. */
                 cursor?: string;
                 limit?: number;
@@ -5349,10 +5627,10 @@ export interface operations {
                 ticket_id?: string;
                 /** @description Case-insensitive substring of `title` (not message content); every character is literal. */
                 q?: string;
-                /** @description Only test-run conversations (`true`/`1`) or only real ones (`false`/`0`). */
-                is_simulation?: "true" | "false" | "1" | "0";
-                /** @description Only the onboarding welcome conversation (`true`/`1`) or all others (`false`/`0`). */
-                is_onboarding?: "true" | "false" | "1" | "0";
+                /** @description Only test-run conversations (`true`) or only real ones (`false`). `1` and `0` are accepted as `true` and `false`; any other value is refused (422). */
+                is_simulation?: boolean;
+                /** @description Only the onboarding welcome conversation (`true`) or all others (`false`). `1` and `0` are accepted as `true` and `false`; any other value is refused (422). */
+                is_onboarding?: boolean;
             };
             header?: never;
             path?: never;
@@ -5374,13 +5652,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ConversationSummaryDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["ConversationSummaryListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5564,10 +5839,13 @@ export interface operations {
     getConversation: {
         parameters: {
             query?: {
-                /** @description `true` or `1` adds `trigger_payload` (may contain customer personal data); `false`/`0` or absent leave it out. */
-                include_trigger_payload?: "true" | "1" | "false" | "0";
+                /** @description `true` adds `trigger_payload` (may contain customer personal data); `false` or absent leave it out. `1` and `0` are accepted as `true` and `false`; any other value is refused (422). */
+                include_trigger_payload?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description `conv_<24 hex>` or the bare 24-hex id */
                 id: string;
@@ -5581,6 +5859,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -5590,13 +5870,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ConversationDetailDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["ConversationDetailResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5824,13 +6118,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["MessageDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["MessageListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6055,13 +6346,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["TriggerDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["TriggerListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6245,7 +6533,10 @@ export interface operations {
     getTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description `trigger_<24 hex>` */
                 id: string;
@@ -6259,6 +6550,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -6268,13 +6561,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["TriggerDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["TriggerResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6497,13 +6804,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ChatbotDto"][];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["ChatbotListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6687,7 +6991,10 @@ export interface operations {
     getChatbot: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` of this resource read earlier (or a comma-separated list of them, or `*`): when one is still current (weak comparison), the answer is 304 with no body. A 304 counts against the rate limit like any other request. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description `chatbot_<24 hex>` */
                 id: string;
@@ -6701,6 +7008,8 @@ export interface operations {
                 headers: {
                     /** @description Equals `request_id` in the body. */
                     "X-Request-ID"?: string;
+                    /** @description Strong entity tag of `data` (the resource as this answer shows it): it changes whenever that representation changes, and only then. Send it back in `If-None-Match` on a GET (304 while unchanged) or in `If-Match` on a PATCH or DELETE (412 once changed). */
+                    ETag?: string;
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window. */
@@ -6710,13 +7019,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ChatbotDto"];
-                        meta: components["schemas"]["ResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["ChatbotResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not Modified: `If-None-Match` names the current `ETag`. No body; `ETag` and `X-Request-ID` are sent. */
+            304: {
+                headers: {
+                    /** @description The current entity tag. */
+                    ETag?: string;
+                    /** @description The request id. */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed in the more constraining window (per minute or per hour). */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which that window resets. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6946,13 +7269,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["AgentAnalyticsDto"];
-                        meta: components["schemas"]["ListResponseMeta"];
-                    };
+                    "application/json": components["schemas"]["AgentAnalyticsResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */

@@ -17,6 +17,8 @@ export interface StatusRecord {
   /** request path, query string removed */
   path: string;
   status: number;
+  /** the JSON body, for the check of answers against their documented schema (test/support/response-shapes.ts) */
+  body?: unknown;
   /** the test file that made the request */
   file: string;
 }
@@ -32,8 +34,12 @@ export function recordStatus(record: Omit<StatusRecord, 'file'>): void {
   const dir = recordDir();
   if (!dir) return;
   const file = (expect.getState?.().testPath ?? '').replace(`${process.cwd()}/`, '');
-  appendFileSync(join(dir, `statuses-${process.pid}.jsonl`), `${JSON.stringify({ ...record, path: record.path.split('?')[0], file })}\n`);
+  const line = JSON.stringify({ ...record, path: record.path.split('?')[0], file });
+  // a large body (a long conversation) adds little to the field check and much to the files
+  appendFileSync(join(dir, `statuses-${process.pid}.jsonl`), `${line.length > MAX_RECORDED_LINE ? JSON.stringify({ ...record, body: undefined, path: record.path.split('?')[0], file }) : line}\n`);
 }
+
+const MAX_RECORDED_LINE = 64 * 1024;
 
 /** The served document, written once per run (atomically: workers may race) for the teardown's check. */
 export function recordDocument(document: unknown): void {
@@ -44,6 +50,16 @@ export function recordDocument(document: unknown): void {
   renameSync(temp, join(dir, DOCUMENT_FILE));
 }
 
+interface RecordedResponse {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string | undefined>;
+}
+
+function jsonBody(res: RecordedResponse): unknown {
+  return res.status >= 200 && res.status < 300 && (res.headers?.['content-type'] ?? '').startsWith('application/json') ? res.body : undefined;
+}
+
 /** A supertest agent whose every response is recorded. */
 export function recordingAgent(agent: TestAgent): TestAgent {
   return new Proxy(agent, {
@@ -52,8 +68,8 @@ export function recordingAgent(agent: TestAgent): TestAgent {
       const method = typeof property === 'string' ? METHODS[property] : undefined;
       if (!method || typeof value !== 'function') return value;
       return (url: string, ...rest: unknown[]) => {
-        const test = (value as (...args: unknown[]) => { on(event: string, listener: (res: { status: number }) => void): unknown }).call(target, url, ...rest);
-        test.on('response', (res) => recordStatus({ method, path: url, status: res.status }));
+        const test = (value as (...args: unknown[]) => { on(event: string, listener: (res: RecordedResponse) => void): unknown }).call(target, url, ...rest);
+        test.on('response', (res) => recordStatus({ method, path: url, status: res.status, body: jsonBody(res) }));
         return test;
       };
     },

@@ -1,0 +1,230 @@
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { AgentPlatformClient, ApiError, ConnectionError, type Agent } from '../sdk/src/index';
+import { createOrg, type TestOrg } from './support/factories';
+import { recordStatus } from './support/status-recorder';
+import { createTestApp, type TestApp } from './support/test-app';
+
+/**
+ * The SDK against the real service, in-process, through a proxy that injects
+ * the faults the retry guidance is about: a 503 before forwarding, a
+ * connection dropped after the service answered (so the write is
+ * committed), a 429 with Retry-After. Waits are counted, not timed: the
+ * client's `sleep` records each one.
+ */
+type Fault = 'pass' | '503' | 'drop-after-commit' | { status: 429; retryAfter: string };
+
+interface Seen {
+  method: string;
+  path: string;
+  idempotencyKey: string | undefined;
+  ifMatch: string | undefined;
+  fault: Fault;
+}
+
+class FaultProxy {
+  readonly seen: Seen[] = [];
+  private faults: Fault[] = [];
+  private server!: Server;
+
+  constructor(private readonly upstreamPort: number) {}
+
+  /** The faults the next requests meet, one each, in order; then requests pass. */
+  plan(...faults: Fault[]): void {
+    this.faults = faults;
+  }
+
+  async start(): Promise<number> {
+    this.server = createServer((req, res) => this.handle(req, res));
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  stop(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const fault = this.faults.shift() ?? 'pass';
+    const header = (name: string) => req.headers[name] as string | undefined;
+    this.seen.push({ method: req.method!, path: req.url!, idempotencyKey: header('idempotency-key'), ifMatch: header('if-match'), fault });
+    if (fault === '503') {
+      req.resume();
+      res.writeHead(503, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { code: 'service_unavailable', message: 'injected', request_id: null } }));
+      return;
+    }
+    if (typeof fault === 'object') {
+      req.resume();
+      res
+        .writeHead(fault.status, { 'Content-Type': 'application/json', 'Retry-After': fault.retryAfter, 'X-RateLimit-Limit': '10', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': '1700000000' })
+        .end(JSON.stringify({ error: { code: 'rate_limited', message: 'injected', request_id: 'req_injected' } }));
+      return;
+    }
+    const upstream = httpRequest({ host: '127.0.0.1', port: this.upstreamPort, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      const chunks: Buffer[] = [];
+      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+      answer.on('end', () => {
+        recordStatus({ method: req.method!, path: req.url!, status: answer.statusCode! });
+        // the service has answered (its write committed): the client never hears it
+        if (fault === 'drop-after-commit') return void req.socket.destroy();
+        res.writeHead(answer.statusCode!, answer.headers).end(Buffer.concat(chunks));
+      });
+    });
+    req.pipe(upstream);
+  }
+}
+
+let t: TestApp;
+let org: TestOrg;
+let proxy: FaultProxy;
+let baseUrl: string;
+const waits: number[] = [];
+
+function client(options: Partial<ConstructorParameters<typeof AgentPlatformClient>[0]> = {}) {
+  return new AgentPlatformClient({
+    apiKey: org.token,
+    baseUrl,
+    random: () => 0.5,
+    sleep: async (ms) => void waits.push(ms),
+    ...options,
+  });
+}
+
+beforeAll(async () => {
+  t = await createTestApp();
+  await t.app.listen(0, '127.0.0.1');
+  org = await createOrg(t.app);
+  proxy = new FaultProxy((t.app.getHttpServer().address() as AddressInfo).port);
+  baseUrl = `http://127.0.0.1:${await proxy.start()}/api/v1`;
+});
+afterAll(async () => {
+  await proxy.stop();
+  await t.close();
+});
+beforeEach(() => {
+  waits.length = 0;
+  proxy.seen.length = 0;
+  proxy.plan();
+});
+
+const handle = () => `sdk${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+
+async function agentsWithHandle(value: string): Promise<Agent[]> {
+  const found: Agent[] = [];
+  for await (const agent of client().agents.list({ limit: 100 })) if (agent.handle === value) found.push(agent);
+  return found;
+}
+
+describe('retries follow the guidance, and a retried create exists exactly once', () => {
+  it('503, a connection dropped after the commit, then 429 with Retry-After: one agent, one key on every attempt', async () => {
+    proxy.plan('503', 'drop-after-commit', { status: 429, retryAfter: '2' });
+    const value = handle();
+    const created = await client({ maxRetries: 3 }).agents.create({ handle: value, name: 'Retried', instructions: 'x' });
+    expect(created.status).toBe(201);
+    // the last attempt found the committed write's record: the stored answer, replayed
+    expect(created.replayed).toBe(true);
+    expect(created.etag).toMatch(/^"/);
+    expect(proxy.seen.map((s) => s.fault)).toEqual(['503', 'drop-after-commit', { status: 429, retryAfter: '2' }, 'pass']);
+    const keys = new Set(proxy.seen.map((s) => s.idempotencyKey));
+    expect(keys.size).toBe(1);
+    expect([...keys][0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await agentsWithHandle(value)).toHaveLength(1);
+    // full jitter with random() = 0.5: half of 500 × 2^attempt; Retry-After: 2 s exactly
+    expect(waits).toEqual([250, 500, 2000]);
+  });
+
+  it('a key the caller gives is sent as is', async () => {
+    proxy.plan('503');
+    const key = `mine-${randomUUID()}`;
+    await client().agents.create({ handle: handle(), name: 'Keyed', instructions: 'x' }, { idempotencyKey: key });
+    expect(proxy.seen.map((s) => s.idempotencyKey)).toEqual([key, key]);
+  });
+
+  it('gives up after maxRetries (per client, per call) and throws the last answer as a typed error with its rate limit', async () => {
+    proxy.plan({ status: 429, retryAfter: '1' }, { status: 429, retryAfter: '1' }, { status: 429, retryAfter: '1' });
+    const error = await client().org.get().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error).toMatchObject({ status: 429, code: 'rate_limited', requestId: 'req_injected', rateLimit: { limit: 10, remaining: 0, reset: 1700000000, retryAfter: 1 } });
+    expect((error as ApiError).is('rate_limited')).toBe(true);
+    expect(proxy.seen).toHaveLength(3);
+
+    proxy.seen.length = 0;
+    proxy.plan('503', '503');
+    await expect(client().org.get({ maxRetries: 0 })).rejects.toMatchObject({ status: 503 });
+    expect(proxy.seen).toHaveLength(1);
+  });
+
+  it('a connection that fails on every attempt ends in a ConnectionError', async () => {
+    const dead = new AgentPlatformClient({ apiKey: org.token, baseUrl: 'http://127.0.0.1:1/api/v1', sleep: async (ms) => void waits.push(ms), random: () => 0 });
+    await expect(dead.org.get()).rejects.toBeInstanceOf(ConnectionError);
+    expect(waits).toEqual([0, 0]);
+  });
+
+  it('no 4xx is retried: 422 with its field errors, 404 with its code, both after one request', async () => {
+    const invalid = (await client().agents.create({ handle: '1-not-valid', name: 'x', instructions: 'x' }).catch((e: unknown) => e)) as ApiError;
+    expect(invalid).toMatchObject({ status: 422, code: 'validation_failed' });
+    expect(Object.keys(invalid.fieldErrors ?? {})).toContain('handle');
+    expect(invalid.requestId).toMatch(/^req_/);
+    const missing = (await client().agents.get('agent_000000000000000000000000').catch((e: unknown) => e)) as ApiError;
+    expect(missing.is('agent_not_found')).toBe(true);
+    expect(proxy.seen).toHaveLength(2);
+    expect(waits).toEqual([]);
+  });
+});
+
+describe('pagination', () => {
+  it('a list walked through faults yields every item exactly once, with the same filters on every page', async () => {
+    const own = await createOrg(t.app);
+    const sdk = client({ apiKey: own.token });
+    const handles = Array.from({ length: 7 }, handle);
+    for (const value of handles) await sdk.agents.create({ handle: value, name: value, instructions: 'x' });
+    proxy.seen.length = 0;
+    proxy.plan('503', 'pass', 'drop-after-commit', 'pass', { status: 429, retryAfter: '0' });
+    const walked: string[] = [];
+    for await (const agent of sdk.agents.list({ limit: 2 })) walked.push(agent.handle);
+    expect(walked.sort()).toEqual([...handles].sort());
+    expect(proxy.seen.every((s) => s.path.includes('limit=2'))).toBe(true);
+
+    const pages: number[] = [];
+    for await (const page of sdk.agents.list({ limit: 3 }).pages()) pages.push(page.data.length);
+    expect(pages).toEqual([3, 3, 1]);
+  });
+});
+
+describe('conditional edits and what every answer tells', () => {
+  it('update with ifMatch: the ETag of what was read, 412 once it changed', async () => {
+    const sdk = client();
+    const { data: agent, etag, requestId, rateLimit } = await sdk.agents.create({ handle: handle(), name: 'Edited', instructions: 'x' });
+    expect(requestId).toMatch(/^req_/);
+    expect(rateLimit.remaining).toEqual(expect.any(Number));
+    const first = await sdk.agents.update(agent.id, { name: 'One' }, { ifMatch: etag! });
+    expect(proxy.seen.at(-1)!.ifMatch).toBe(etag);
+    const stale = (await sdk.agents.update(agent.id, { name: 'Two' }, { ifMatch: etag! }).catch((e: unknown) => e)) as ApiError;
+    expect(stale).toMatchObject({ status: 412, code: 'precondition_failed' });
+    const reread = await sdk.agents.get(agent.id);
+    expect(reread.etag).toBe(first.etag);
+    await sdk.agents.update(agent.id, { name: 'Two' }, { ifMatch: reread.etag! });
+  });
+
+  it('a per-call timeout aborts a hanging attempt, and the caller can abort', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('stopped by the caller'));
+    await expect(client().org.get({ signal: controller.signal })).rejects.toThrow('stopped by the caller');
+    const hanging = new AgentPlatformClient({
+      apiKey: org.token,
+      baseUrl,
+      maxRetries: 1,
+      timeoutMs: 50,
+      sleep: async () => undefined,
+      fetch: (_input, init) => new Promise((_resolve, reject) => init!.signal!.addEventListener('abort', () => reject(init!.signal!.reason))),
+    });
+    await expect(hanging.org.get()).rejects.toMatchObject({ name: 'TimeoutError' });
+  });
+
+  it('conversation filters, metadata in bracket form', async () => {
+    await client().conversations.list({ source: 'embed', is_simulation: false, metadata: { ticketId: 'T-1' } }).toArray();
+    expect(proxy.seen.at(-1)!.path).toContain('source=embed&is_simulation=false&metadata%5BticketId%5D=T-1');
+  });
+});
