@@ -88,8 +88,8 @@ export class DataSourceRefDto {
  * served request schema refuses unknown fields (additionalProperties: false)
  * while the response's stays open to new fields.
  */
-export class ToolRefInputDto extends ToolRefDto {}
-export class DataSourceRefInputDto extends DataSourceRefDto {}
+class ToolRefInputDto extends ToolRefDto {}
+class DataSourceRefInputDto extends DataSourceRefDto {}
 
 /** Agent (response). The first twelve fields are the contract's table; the rest read back what AgentCreate/AgentUpdate wrote. */
 export class AgentDto {
