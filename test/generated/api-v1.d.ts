@@ -385,7 +385,7 @@ export interface components {
             /** @description Human-readable; may change between releases. */
             message: string;
             request_id: string | null;
-            /** @description Extra detail; for `validation_failed`, `fields` maps each offending field to its problems. */
+            /** @description Extra detail; for `validation_failed`, `fields` maps each offending field to its problems (at most 100 fields named) and `field_count` says how many fields had a problem in all. */
             details?: {
                 [key: string]: unknown;
             };
