@@ -469,15 +469,14 @@ export interface components {
             /** @description Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix. */
             name: string;
             /** @description Connector instance id; null for built-in or knowledge tools. */
-            connector_id?: string | null;
+            connector_id: string | null;
         };
         DataSourceRefDto: {
             /** @example source_0123456789abcdef01234567 */
             source_id: string;
-            /** @enum {string} */
-            scope: "all" | "selected";
+            scope: components["schemas"]["DataSourceRefScope"] | string;
             /** @description Document ids to include when `scope` = `selected`. */
-            documents?: string[];
+            documents: string[];
         };
         AgentDto: {
             /** @example agent_0123456789abcdef01234567 */
@@ -515,20 +514,35 @@ export interface components {
             /** Format: date-time */
             deactivated_at: string | null;
         };
+        ToolRefInputDto: {
+            /** @description Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix. */
+            name: string;
+            /** @description Connector instance id; null for built-in or knowledge tools. */
+            connector_id?: string | null;
+        };
+        DataSourceRefInputDto: {
+            /** @example source_0123456789abcdef01234567 */
+            source_id: string;
+            /** @enum {string} */
+            scope: "all" | "selected";
+            /** @description Document ids to include when `scope` = `selected`. */
+            documents?: string[];
+        };
         AgentCreateDto: {
             description?: string | null;
             model?: string | null;
             /** @description A CSS hex color: `#rgb`, `#rgba`, `#rrggbb` or `#rrggbbaa`. Default: `#6366f1`. */
             color?: string;
+            /** @description An image URL (https, or `data:image/…`) or a short identifier. `javascript:`, `vbscript:`, `file:` and `data:` URLs other than `data:image/…` are refused (422), and so are control characters and a leading space. */
             avatar?: string | null;
             /** @description Default: `true`. */
             include_system_prompt?: boolean;
-            tools?: components["schemas"]["ToolRefDto"][];
+            tools?: components["schemas"]["ToolRefInputDto"][];
             /** @description Connector ids of this organization. */
             connectors?: string[];
             /** @description Agent ids of this organization; an agent may not reference itself. */
             sub_agents?: string[];
-            data_sources?: components["schemas"]["DataSourceRefDto"][];
+            data_sources?: components["schemas"]["DataSourceRefInputDto"][];
             /** @description Free-form object of at most 8192 bytes as JSON, nested at most 5 levels. JSON is stored exactly as sent or refused (422 naming the field): a number whose value a 64-bit float cannot hold as written (`1e400`, `18446744073709551617`, `1e-400`) and `-0` are refused; in free-form objects every key is kept, except `__proto__`, which is refused. */
             pending_trigger_hint?: {
                 [key: string]: unknown;
@@ -539,20 +553,21 @@ export interface components {
             /** @description Required unless `instructions_html` is provided. */
             instructions?: string;
             instructions_html?: string;
-        };
+        } | unknown | unknown;
         AgentUpdateDto: {
             description?: string | null;
             model?: string | null;
             /** @description A CSS hex color: `#rgb`, `#rgba`, `#rrggbb` or `#rrggbbaa`. */
             color?: string;
+            /** @description An image URL (https, or `data:image/…`) or a short identifier. `javascript:`, `vbscript:`, `file:` and `data:` URLs other than `data:image/…` are refused (422), and so are control characters and a leading space. */
             avatar?: string | null;
             include_system_prompt?: boolean;
-            tools?: components["schemas"]["ToolRefDto"][];
+            tools?: components["schemas"]["ToolRefInputDto"][];
             /** @description Connector ids of this organization. */
             connectors?: string[];
             /** @description Agent ids of this organization; an agent may not reference itself. */
             sub_agents?: string[];
-            data_sources?: components["schemas"]["DataSourceRefDto"][];
+            data_sources?: components["schemas"]["DataSourceRefInputDto"][];
             /** @description Free-form object of at most 8192 bytes as JSON, nested at most 5 levels. JSON is stored exactly as sent or refused (422 naming the field): a number whose value a 64-bit float cannot hold as written (`1e400`, `18446744073709551617`, `1e-400`) and `-0` are refused; in free-form objects every key is kept, except `__proto__`, which is refused. */
             pending_trigger_hint?: {
                 [key: string]: unknown;
@@ -742,18 +757,18 @@ export interface components {
             type: "website" | "webpage";
             /** @description display name */
             name: string;
-            /** @description type-specific: the additional keys are the ones each type documents. Only the keys of the source type are accepted; any other is an unknown field (422). `website`: `url` (required), `indexed`, `max_pages` (integer 1 to 1,000,000), `crawl` (an object of `include` and `exclude`, arrays of at most 50000 path patterns of at most 2048 characters, and `max_depth`, integer 0 to 100). `webpage`: `url` (required), `indexed`. No key takes credentials, headers or a proxy: `config` is not a place for secrets. At most 262144 bytes as JSON (256 KiB): room for include/exclude lists of thousands of paths. */
+            /** @description type-specific; additional keys allowed. Required in practice: `config.url` is required for both types this endpoint creates. Additional keys are allowed and stored exactly as sent (never returned); `__proto__` is refused. The keys this service documents keep their types: `url` (required), `indexed`, and for a `website` `max_pages` (integer 1 to 1,000,000) and `crawl` (only `include` and `exclude`, arrays of at most 50000 path patterns of at most 2048 characters, which are paths, not URLs: no scheme and no leading `//`; and `max_depth`, integer 0 to 100); a `webpage` does not read `max_pages` or `crawl`, which keep their types there too. `config` is stored in clear: it is not a place for secrets. At most 262144 bytes as JSON (256 KiB), nested at most 31 levels. */
             config?: {
                 /** @description absolute http(s) URL; required for website and webpage. No user info (`user:pw@`), whitespace, control characters or backslashes. The host may not be an address of the IANA special-purpose registries (IPv4, IPv6, IPv4 embedded in IPv6), a multicast address, an IPv6 address outside global unicast `2000::/3` (site-local `fec0::/10` included), nor a name internal by convention: single-label names, `metadata.goog` and names ending in `.localhost`, `.local`, `.internal`, `.svc`, `.arpa`, `.localdomain`, `.lan`, `.home`, `.corp`, `.test`, `.invalid`, `.onion`, `.alt`. */
-                url?: string;
+                url: string;
                 /** @description when true the content is chunked and embedded and becomes searchable through the `search_knowledge` tool Default: `false`. */
                 indexed?: boolean;
                 /**
                  * Format: int32
-                 * @description `website` only: the most pages a crawl fetches
+                 * @description read for a `website`: the most pages a crawl fetches
                  */
                 max_pages?: number;
-                /** @description `website` only: which paths a crawl follows */
+                /** @description read for a `website`: which paths a crawl follows */
                 crawl?: {
                     /** @description path patterns to follow */
                     include?: string[];
@@ -765,6 +780,8 @@ export interface components {
                      */
                     max_depth?: number;
                 };
+            } & {
+                [key: string]: unknown;
             };
         };
         ConnectorSummaryDto: {
@@ -1077,6 +1094,11 @@ export interface components {
          * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
          * @enum {string}
          */
+        DataSourceRefScope: "all" | "selected";
+        /**
+         * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
+         * @enum {string}
+         */
         CustomToolType: "read" | "write";
         /**
          * @description Values known today. More may be added: treat a value not listed here as unknown, not as an error.
@@ -1168,7 +1190,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1255,7 +1277,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1370,7 +1392,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -1575,7 +1597,7 @@ export interface operations {
                     "application/json": components["schemas"]["MemberListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -1784,7 +1806,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2002,7 +2024,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2255,7 +2277,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2483,7 +2505,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteAcknowledgementResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2738,7 +2760,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3006,7 +3028,7 @@ export interface operations {
                     "application/json": components["schemas"]["CustomToolListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3224,7 +3246,7 @@ export interface operations {
                     "application/json": components["schemas"]["CustomToolResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3477,7 +3499,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3705,7 +3727,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteAcknowledgementResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3960,7 +3982,7 @@ export interface operations {
                     "application/json": components["schemas"]["CustomToolResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4228,7 +4250,7 @@ export interface operations {
                     "application/json": components["schemas"]["SourceListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4446,7 +4468,7 @@ export interface operations {
                     "application/json": components["schemas"]["SourceResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4699,7 +4721,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4927,7 +4949,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteAcknowledgementResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5170,7 +5192,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectorSummaryListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5402,7 +5424,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5655,7 +5677,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConversationSummaryListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5890,7 +5912,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6121,7 +6143,7 @@ export interface operations {
                     "application/json": components["schemas"]["MessageListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6349,7 +6371,7 @@ export interface operations {
                     "application/json": components["schemas"]["TriggerListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6581,7 +6603,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6807,7 +6829,7 @@ export interface operations {
                     "application/json": components["schemas"]["ChatbotListResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -7039,7 +7061,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -7272,7 +7294,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentAnalyticsResponse"];
                 };
             };
-            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`; the connection is closed. */
+            /** @description Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, two `Host` lines or one that is not `host[:port]`, two `Authorization` lines; the connection is closed. */
             400: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
