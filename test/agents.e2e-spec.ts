@@ -644,7 +644,14 @@ describe('the OpenAPI document describes the five agent operations', () => {
     expect(idParam.schema.pattern).toBe('^(agent_[a-f0-9]{24}|[a-f0-9]{24})$');
 
     const agentSchema = doc.components.schemas.AgentDto;
-    expect(agentSchema.required.sort()).toEqual(['handle', 'id', 'is_active', 'name', 'sub_agents_count', 'tools_count']);
+    // every field an Agent answer always carries is required (nullable where it may be null), so generated clients need no undefined checks
+    expect(agentSchema.required.sort()).toEqual(
+      [
+        'avatar', 'color', 'connectors', 'created_at', 'data_sources', 'deactivated_at', 'deactivated_reason', 'description', 'handle', 'id',
+        'include_system_prompt', 'instructions', 'instructions_html', 'is_active', 'model', 'name', 'pending_trigger_hint', 'sub_agents',
+        'sub_agents_count', 'tools', 'tools_count', 'updated_at',
+      ],
+    );
     expect(Object.keys(agentSchema.properties)).toEqual(expect.arrayContaining(AGENT_FIELDS));
     expect(agentSchema.properties.description.type).toEqual(['string', 'null']);
     const create = doc.components.schemas.AgentCreateDto;

@@ -71,7 +71,8 @@ export class ConversationsController {
       '**Metadata filter** `metadata[KEY]=VALUE`: exact match on the key `KEY` of `metadata`, in bracket notation ' +
       '(`metadata[ticketId]=123`; the brackets may be percent-encoded), several keys AND-ed. ' +
       `At most ${BOUNDS.metadataKeys} keys of at most ${BOUNDS.metadataKey} characters, values of at most ${BOUNDS.metadataValue}. ` +
-      'Keys starting with `$` or containing a dot are rejected (422). It is described here rather than as a `deepObject` parameter, ' +
+      'Keys starting with `$` or containing a dot are rejected (422), and so is a parameter that starts with `metadata[` but is not of this form ' +
+      '(a missing `]`, say), rather than ignored as unknown. It is described here rather than as a `deepObject` parameter, ' +
       'which many generators send as `KEY=VALUE` (ignored, so the list would come back unfiltered). ' +
       'The same filter is in `x-query-deep-objects`.',
   })

@@ -14,10 +14,11 @@ const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
  * test/support/response-shapes.ts checks both against every answer the e2e
  * suite gets.
  */
-const MAY_BE_ABSENT: Record<string, { fields: string[]; why: string }> = {
+export const MAY_BE_ABSENT: Record<string, { fields: string[]; why: string }> = {
   ErrorBody: { fields: ['details'], why: 'only errors with machine-readable detail (validation_failed) carry it' },
   ConversationDetailDto: { fields: ['trigger_payload'], why: 'only with include_trigger_payload=true' },
   CustomToolParamDto: { fields: ['description', 'headerName'], why: 'sent as the tool was written: only when given' },
+  DataSourceRefDto: { fields: ['documents'], why: 'sent only for a reference that names documents (scope `selected`)' },
   ConnectorToolDto: { fields: ['label', 'description', 'type', 'requires_confirmation', 'disabled'], why: "the connector's tool list as stored: only the keys it has" },
 };
 

@@ -1,4 +1,4 @@
-import { responseOnlySchemas } from '../../src/meta/openapi-responses';
+import { MAY_BE_ABSENT, responseOnlySchemas } from '../../src/meta/openapi-responses';
 import type { StatusRecord } from './status-recorder';
 
 type Schema = Record<string, unknown>;
@@ -83,8 +83,10 @@ export function responseShapeProblems(
   for (const [name, entry] of seen) {
     if (!responseOnly.has(name)) continue;
     const required = new Set((components[name].required as string[] | undefined) ?? []);
+    // a field declared as sometimes absent may happen to be in every answer the tests made
+    const mayBeAbsent = new Set(MAY_BE_ABSENT[name]?.fields ?? []);
     for (const property of Object.keys((components[name].properties ?? {}) as Schema)) {
-      if (entry.present.get(property) === entry.answers && !required.has(property)) {
+      if (entry.present.get(property) === entry.answers && !required.has(property) && !mayBeAbsent.has(property)) {
         problems.add(`${name}.${property} is in every one of ${entry.answers} answers but not required`);
       }
     }

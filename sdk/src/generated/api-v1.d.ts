@@ -245,7 +245,7 @@ export interface paths {
         };
         /**
          * Conversations, newest first, with filters
-         * @description **Metadata filter** `metadata[KEY]=VALUE`: exact match on the key `KEY` of `metadata`, in bracket notation (`metadata[ticketId]=123`; the brackets may be percent-encoded), several keys AND-ed. At most 20 keys of at most 64 characters, values of at most 500. Keys starting with `$` or containing a dot are rejected (422). It is described here rather than as a `deepObject` parameter, which many generators send as `KEY=VALUE` (ignored, so the list would come back unfiltered). The same filter is in `x-query-deep-objects`.
+         * @description **Metadata filter** `metadata[KEY]=VALUE`: exact match on the key `KEY` of `metadata`, in bracket notation (`metadata[ticketId]=123`; the brackets may be percent-encoded), several keys AND-ed. At most 20 keys of at most 64 characters, values of at most 500. Keys starting with `$` or containing a dot are rejected (422), and so is a parameter that starts with `metadata[` but is not of this form (a missing `]`, say), rather than ignored as unknown. It is described here rather than as a `deepObject` parameter, which many generators send as `KEY=VALUE` (ignored, so the list would come back unfiltered). The same filter is in `x-query-deep-objects`.
          */
         get: operations["listConversations"];
         put?: never;
@@ -476,7 +476,7 @@ export interface components {
             source_id: string;
             scope: components["schemas"]["DataSourceRefScope"] | string;
             /** @description Document ids to include when `scope` = `selected`. */
-            documents: string[];
+            documents?: string[];
         };
         AgentDto: {
             /** @example agent_0123456789abcdef01234567 */
