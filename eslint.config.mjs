@@ -3,7 +3,7 @@ import stylistic from '@stylistic/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'src/database/migrations/**'] },
+  { ignores: ['dist/**', 'sdk/dist/**', 'node_modules/**', 'coverage/**', 'src/database/migrations/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
