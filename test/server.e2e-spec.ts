@@ -92,8 +92,12 @@ describe('first run: embedded default + empty database → demo organization and
     });
     const body = JSON.stringify({ slow: 'x'.repeat(64) });
     // headers and half of the body: a keep-alive request the server has received and is reading
-    // (its 100 Continue says the server took the request in, before the signal is sent)
-    socket.write(`POST /api/v1/org HTTP/1.1\r\nHost: x\r\nX-Request-ID: in-flight-at-sigterm\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    // (its 100 Continue says the server took the request in, before the signal is sent); with a
+    // valid key, since only such a request has its body read
+    socket.write(
+      `POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${curl[1]}\r\nX-Request-ID: in-flight-at-sigterm\r\nExpect: 100-continue\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
     await serverHasTheRequest;
     socket.write(body.slice(0, 20));
     expect((await fetch(`${origin}/readyz`)).status).toBe(200);
@@ -102,7 +106,7 @@ describe('first run: embedded default + empty database → demo organization and
     const signalled = await waitForOutput(first!, /^.*"msg":"shutting down: not ready any more.*$/m);
     const atSignal = JSON.parse(signalled[0]) as { in_flight: number; requests: Array<Record<string, string>>; drain_delay_ms: number };
     expect(atSignal.drain_delay_ms).toBe(1500);
-    expect(atSignal.requests).toContainEqual({ request_id: 'in-flight-at-sigterm', method: 'POST', path: '/api/v1/org', phase: 'receiving' });
+    expect(atSignal.requests).toContainEqual({ request_id: 'in-flight-at-sigterm', method: 'POST', path: '/api/v1/agents', phase: 'receiving' });
     // drain: /readyz says 503 naming it, everything else is served as before (new connections too)
     const ready = await fetch(`${origin}/readyz`);
     expect(ready.status).toBe(503);
@@ -116,16 +120,16 @@ describe('first run: embedded default + empty database → demo organization and
     await expect(fetch(`${origin}/healthz`)).rejects.toThrow();
     socket.end(body.slice(20));
     const text = await response;
-    expect(text).toMatch(/^HTTP\/1\.1 404 /); // POST /org is not a route: a complete, enveloped answer
+    expect(text).toMatch(/^HTTP\/1\.1 422 /); // not an agent: a complete, enveloped answer
     expect(text).toMatch(/\r\nconnection: close\r\n/i);
-    expect(text).toContain('"code":"not_found"');
+    expect(text).toContain('"code":"validation_failed"');
     const exit = await first!.exited;
     expect(exit.code).toBe(0);
     expect(exit.stdout).toContain('database closed');
     // the in-flight request's own log line is out before the exit, with the path as received
     const requestLine = exit.stdout.split('\n').find((line) => line.includes('"msg":"request"') && line.includes('"request_id":"in-flight-at-sigterm"'));
-    expect(requestLine).toContain('"status":404');
-    expect(requestLine).toContain('"path":"/api/v1/org"');
+    expect(requestLine).toContain('"status":422');
+    expect(requestLine).toContain('"path":"/api/v1/agents"');
     expect(exit.stdout).not.toContain('request cut');
     expect(existsSync(`${pgliteDir}.lock`)).toBe(false); // released by the database close
   });

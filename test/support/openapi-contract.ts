@@ -132,7 +132,17 @@ export function valueOf(schema: Schema | undefined, resolve: (s: Schema | undefi
   if ('const' in s) return fc.constant(s.const);
   if (Array.isArray(s.enum) && s.enum.length > 0) return fc.constantFrom(...(s.enum as unknown[]));
   for (const key of ['oneOf', 'anyOf'] as const) {
-    if (Array.isArray(s[key])) return fc.oneof(...(s[key] as Schema[]).map((sub) => valueOf(sub, resolve, depth + 1)));
+    if (!Array.isArray(s[key])) continue;
+    const { [key]: branches, ...base } = s;
+    // branches beside properties add rules to the object (the instructions rule: one of two fields required), they are no alternatives of their own
+    if (base.properties) {
+      return fc.oneof(
+        ...(branches as Schema[]).map((branch) =>
+          valueOf({ ...base, ...branch, required: [...((base.required as string[]) ?? []), ...((resolve(branch).required as string[]) ?? [])] }, resolve, depth + 1),
+        ),
+      );
+    }
+    return fc.oneof(...(branches as Schema[]).map((sub) => valueOf(sub, resolve, depth + 1)));
   }
   if (Array.isArray(s.allOf)) {
     const parts = (s.allOf as Schema[]).map(resolve);
