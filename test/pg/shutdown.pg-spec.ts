@@ -53,12 +53,17 @@ function start(env: Record<string, string>): Promise<ServerProcess> {
   return startServer({ DATABASE_URL: databaseUrl, SEED_FILE: seedFile, DB_STATEMENT_TIMEOUT_MS: '60000', TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off', ...env });
 }
 
-/** Takes the lock that holds every key lookup, on a connection of the test's own. */
-async function holdKeyLookups(): Promise<Client> {
+/**
+ * Takes the lock that holds every read of the organization (the handler of
+ * GET /org), on a connection of the test's own. The key was checked before
+ * (warmKey): a lookup of it would wait on the same lock, before the handler,
+ * where cutting it changes nothing.
+ */
+async function holdOrgReads(): Promise<Client> {
   const client = new Client({ connectionString: databaseUrl });
   await client.connect();
   await client.query('begin');
-  await client.query('lock table api_keys in access exclusive mode');
+  await client.query('lock table orgs in access exclusive mode');
   return client;
 }
 
@@ -68,7 +73,7 @@ async function waitUntilBlocked(observer: Client): Promise<void> {
     // inside a transaction the statistics views are a snapshot: take a fresh one
     await observer.query('select pg_stat_clear_snapshot()');
     const { rows } = await observer.query<{ n: number }>(
-      `select count(*)::int as n from pg_stat_activity where datname = $1 and wait_event_type = 'Lock' and query ilike '%api_keys%'`,
+      `select count(*)::int as n from pg_stat_activity where datname = $1 and wait_event_type = 'Lock' and query ilike '%"orgs"%'`,
       [dbName],
     );
     if (rows[0].n > 0) return;
@@ -77,7 +82,12 @@ async function waitUntilBlocked(observer: Client): Promise<void> {
   throw new Error('the request never reached the database');
 }
 
-/** GET /org with a key not yet cached, on a raw keep-alive connection: resolves with what the server sent. */
+/** The key checked once, so the next requests with it are served from memory (API_KEY_CACHE_TTL_MS, 5 s). */
+async function warmKey(server: ServerProcess, token: string): Promise<void> {
+  expect((await fetch(`${server.base}/org`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+}
+
+/** GET /org with a key already checked, on a raw keep-alive connection: resolves with what the server sent. */
 function heldRequest(server: ServerProcess, token: string, requestId: string): Promise<string> {
   const { hostname, port } = new URL(server.base);
   const socket = connect(Number(port), hostname);
@@ -107,7 +117,8 @@ async function waitForLog(server: ServerProcess, msg: string, timeoutMs = 10_000
 
 test('a request the server is working on at SIGTERM: the drain delay passes, it finishes with Connection: close, exit 0', async () => {
   const server = await start({ SHUTDOWN_DRAIN_DELAY_MS: '1500', SHUTDOWN_TIMEOUT_MS: '20000' });
-  const lock = await holdKeyLookups();
+  await warmKey(server, TOKENS[0]);
+  const lock = await holdOrgReads();
   try {
     const answer = heldRequest(server, TOKENS[0], 'held-then-released');
     await waitUntilBlocked(lock);
@@ -135,7 +146,8 @@ test('a request the server is working on at SIGTERM: the drain delay passes, it 
 
 test('a request still held at the hard deadline is cut and named; its outcome is unknown to the client: exit 1, on time', async () => {
   const server = await start({ SHUTDOWN_DRAIN_DELAY_MS: '200', SHUTDOWN_TIMEOUT_MS: '1500' });
-  const lock = await holdKeyLookups();
+  await warmKey(server, TOKENS[1]);
+  const lock = await holdOrgReads();
   try {
     const answer = heldRequest(server, TOKENS[1], 'held-past-deadline');
     await waitUntilBlocked(lock);
