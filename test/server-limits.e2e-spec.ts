@@ -36,15 +36,23 @@ function exchange(origin: URL, head: string, body = ''): { socket: Socket; done:
   return { socket, done };
 }
 
-const post = (length: number, requestId: string) =>
-  `POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nX-Request-ID: ${requestId}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+/** The demo organization's key, from the ready-to-paste curl line the first run prints on stderr. */
+async function demoKey(server: RunningServer): Promise<string> {
+  return (await waitForOutput(server, /^curl -H "Authorization: Bearer (svc_live_[A-Za-z0-9_-]+)"/m, 10_000, 'stderr'))[1];
+}
+
+/** Only a request with a valid key has its body read: every body these tests send carries one. */
+const post = (length: number, requestId: string, key: string) =>
+  `POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nX-Request-ID: ${requestId}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 
 describe('slow and oversized clients', () => {
   let server: RunningServer;
   let origin: URL;
+  let key: string;
   beforeAll(async () => {
     server = await startServer({ PGLITE_DIR: 'memory', HTTP_REQUEST_TIMEOUT_MS: '2000', HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_MAX_CONNECTIONS: '4', SHUTDOWN_DRAIN_DELAY_MS: '0' });
     origin = new URL(server.address);
+    key = await demoKey(server);
   });
   afterAll(async () => {
     if (server.child.exitCode === null) await server.stop('SIGKILL');
@@ -56,7 +64,7 @@ describe('slow and oversized clients', () => {
       [2 * 1024 * 1024, '{"a":1}'],
     ] as const) {
       // the body never arrives whole: waiting for it would end in a 408 at the request timeout instead
-      const { text } = await exchange(origin, post(length, `big-${length}`), sent).done;
+      const { text } = await exchange(origin, post(length, `big-${length}`, key), sent).done;
       expect(text).toMatch(/^HTTP\/1\.1 413 /);
       expect(text).toMatch(/\r\nconnection: close\r\n/i);
       expect(text).toContain('"code":"payload_too_large"');
@@ -64,7 +72,7 @@ describe('slow and oversized clients', () => {
   });
 
   test('a body that stalls is cut at the request timeout: 408 request_timeout in the envelope, logged with its request id', async () => {
-    const { text, ms } = await exchange(origin, post(100 * 1024, 'stalled-body'), '{"handle":').done;
+    const { text, ms } = await exchange(origin, post(100 * 1024, 'stalled-body', key), '{"handle":').done;
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
     expect(text).toMatch(/\r\nX-Request-ID: stalled-body\r\n/i);
     expect(text).toContain('"code":"request_timeout"');
@@ -74,7 +82,7 @@ describe('slow and oversized clients', () => {
   });
 
   test('a client that hangs up in the middle of its body is not a database outage', async () => {
-    const { socket, done } = exchange(origin, post(1000, 'hung-up-body'), '{"handle":');
+    const { socket, done } = exchange(origin, post(1000, 'hung-up-body', key), '{"handle":');
     await new Promise((resolve) => setTimeout(resolve, 200));
     socket.destroy();
     await done;
@@ -99,7 +107,7 @@ describe('slow and oversized clients', () => {
 
   test('open connections are capped: when every one is answering a request the next is closed unanswered, and accepted again once one closes', async () => {
     // bodies announced and not sent: each connection is busy with its request (idle ones would be closed for the newcomer)
-    const held = [0, 1, 2, 3].map((i) => exchange(origin, post(100, `held-${i}`), '{"handle":'));
+    const held = [0, 1, 2, 3].map((i) => exchange(origin, post(100, `held-${i}`, key), '{"handle":'));
     // let the server read all four requests' headers before the fifth arrives
     await new Promise((resolve) => setTimeout(resolve, 200));
     try {
@@ -118,7 +126,7 @@ describe('shutdown deadline', () => {
   test('a client still sending at the deadline is cut and named in the log; nothing was lost: exit 0', async () => {
     const server = await startServer({ PGLITE_DIR: 'memory', SHUTDOWN_DRAIN_DELAY_MS: '300', SHUTDOWN_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '60000', HTTP_HEADERS_TIMEOUT_MS: '60000' });
     const origin = new URL(server.address);
-    const slow = exchange(origin, post(100, 'slow-at-deadline'), '{"handle":');
+    const slow = exchange(origin, post(100, 'slow-at-deadline', await demoKey(server)), '{"handle":');
     // keep it alive: a byte every 200 ms, so no request timeout would ever end it
     const trickle = setInterval(() => slow.socket.write(' '), 200);
     try {
