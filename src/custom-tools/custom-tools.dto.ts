@@ -131,6 +131,7 @@ export class CustomToolCredentialsInputDto {
     description: `used when \`type\` = \`basic\`; dropped (never stored) otherwise. ${SECRET_RULE} No colon: basic authentication joins user and password with one.`,
     writeOnly: true,
     maxLength: SECRET_MAX,
+    pattern: '^[^:]*$',
   })
   @OptionalNonNull()
   @IsString()
