@@ -223,6 +223,30 @@ describe('If-Match and Idempotency-Key', () => {
     expect(replay.body.data).toEqual(first.body.data);
   });
 
+  it('the fingerprint is method, path and body, as the contract says: another If-Match with the same key and body is a replay, not a 409', async () => {
+    const { agent, etag } = await createAgent();
+    const key = `k-${randomUUID()}`;
+    const send = (ifMatch: string | null, body: object) => {
+      const req = t.http.patch(api(`/agents/${agent.id}`)).set('Authorization', org.auth).set('Idempotency-Key', key);
+      return (ifMatch === null ? req : req.set('If-Match', ifMatch)).send(body);
+    };
+    const first = await send(etag, { name: 'Keyed' }).expect(200);
+    // '*', a tag the agent never had, no header at all: the stored answer each time, nothing run again
+    for (const ifMatch of ['*', '"never-its-tag"', null]) {
+      const replay = await send(ifMatch, { name: 'Keyed' });
+      expect({ ifMatch, status: replay.status, replayed: replay.headers['idempotent-replayed'], etag: replay.headers.etag }).toEqual({
+        ifMatch,
+        status: 200,
+        replayed: 'true',
+        etag: first.headers.etag,
+      });
+    }
+    // the body is in the fingerprint: the same key with another body is refused
+    const reused = await send(first.headers.etag, { name: 'Other' }).expect(409);
+    expect(reused.body.error.code).toBe('idempotency_key_reused');
+    expect((await read(`/agents/${agent.id}`)).body.name).toBe('Keyed');
+  });
+
   it('a create replay carries the stored ETag', async () => {
     const key = `k-${randomUUID()}`;
     const body = { handle: handle(), name: 'Replayed', instructions: 'x' };
