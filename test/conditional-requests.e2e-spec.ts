@@ -4,6 +4,7 @@ import { ModulesContainer } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
 import { CURRENT_REPRESENTATION } from '../src/conditional/conditional.decorators';
 import { createOrg, type TestOrg } from './support/factories';
+import { insertChatbot, insertConnector, insertConversation, insertTrigger } from './support/readside-rows';
 import { createTestApp, type TestApp } from './support/test-app';
 
 let t: TestApp;
@@ -70,6 +71,25 @@ describe('ETag on every answer that carries one resource', () => {
     expect(deleted.headers.etag).toBeUndefined();
     const failed = await t.http.get(api('/agents/agent_000000000000000000000000')).set('Authorization', org.auth).expect(404);
     expect(failed.headers.etag).toBeUndefined();
+  });
+});
+
+describe('the read-only single resources', () => {
+  it('a connector, a conversation, a trigger and a chatbot carry an ETag, stable across reads, and answer 304 to it', async () => {
+    const db = t.connection.db;
+    const paths = [
+      `/connectors/${await insertConnector(db, org.orgId)}`,
+      `/conversations/${await insertConversation(db, org.orgId, {}, [{ role: 'user', content: 'Hello' }])}`,
+      `/triggers/${await insertTrigger(db, org.orgId)}`,
+      `/chatbots/${await insertChatbot(db, org.orgId)}`,
+    ];
+    for (const path of paths) {
+      const { etag } = await read(path);
+      expect({ path, etag }).toEqual({ path, etag: expect.stringMatching(/^"[A-Za-z0-9_-]+"$/) });
+      expect((await read(path)).etag).toBe(etag);
+      const res = await t.http.get(api(path)).set('Authorization', org.auth).set('If-None-Match', etag);
+      expect({ path, status: res.status, etag: res.headers.etag }).toEqual({ path, status: 304, etag });
+    }
   });
 });
 

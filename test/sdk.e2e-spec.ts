@@ -156,6 +156,15 @@ describe('retries follow the guidance, and a retried create exists exactly once'
     expect(proxy.seen).toHaveLength(1);
   });
 
+  it('a Retry-After longer than the client waits (maxRetryAfterMs) is not waited for: the 429 is thrown at once', async () => {
+    proxy.plan({ status: 429, retryAfter: '120' });
+    await expect(client().org.get()).rejects.toMatchObject({ status: 429, rateLimit: { retryAfter: 120 } });
+    proxy.plan({ status: 429, retryAfter: '120' });
+    await client({ maxRetryAfterMs: 180_000 }).org.get();
+    expect(proxy.seen).toHaveLength(3);
+    expect(waits).toEqual([120_000]);
+  });
+
   it('a connection that fails on every attempt ends in a ConnectionError', async () => {
     const dead = new AgentPlatformClient({ apiKey: org.token, baseUrl: 'http://127.0.0.1:1/api/v1', sleep: async (ms) => void waits.push(ms), random: () => 0 });
     await expect(dead.org.get()).rejects.toBeInstanceOf(ConnectionError);
