@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createOrg } from './support/factories';
@@ -84,7 +84,10 @@ beforeAll(async () => {
   await t.app.listen(0, '127.0.0.1');
   baseUrl = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}/api/v1`;
 });
-afterAll(() => t?.close());
+afterAll(async () => {
+  await t?.close();
+  rmSync(work, { recursive: true, force: true });
+});
 
 async function orgEnv() {
   const org = await createOrg(t.app);
