@@ -6,11 +6,11 @@ import type { Config } from 'jest';
 // support (Node >= 24.9 with --experimental-vm-modules). Nothing in
 // node_modules is transformed. Type-checking is `npm run typecheck`.
 /**
- * End-to-end suites that run the built server, the CLI or a browser as
- * separate processes: most of the suite's time for a few files. They run in
+ * End-to-end suites that run the built server, the CLI, a browser or the
+ * packed SDK as separate processes: most of the suite's time for a few files. They run in
  * `npm run test:processes` (and CI), not in the everyday `npm test`.
  */
-export const PROCESS_SUITES = ['test/cli.e2e-spec.ts', 'test/server.e2e-spec.ts', 'test/server-limits.e2e-spec.ts', 'test/docs.e2e-spec.ts'];
+export const PROCESS_SUITES = ['test/cli.e2e-spec.ts', 'test/server.e2e-spec.ts', 'test/server-limits.e2e-spec.ts', 'test/docs.e2e-spec.ts', 'test/sdk-package.e2e-spec.ts'];
 
 const config: Config = {
   rootDir: '.',

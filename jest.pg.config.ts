@@ -12,8 +12,9 @@ import base from './jest.config';
 const config: Config = {
   ...base,
   testMatch: ['<rootDir>/test/**/*.e2e-spec.ts', '<rootDir>/test/pg/**/*.pg-spec.ts'],
-  // every e2e suite, the process suites included
-  testPathIgnorePatterns: ['/node_modules/'],
+  // every e2e suite, the process suites included, but the packed SDK's: nothing
+  // in it depends on the engine (the SDK's behaviour is test/sdk.e2e-spec.ts, run here)
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/sdk-package.e2e-spec.ts'],
   testTimeout: 180_000,
 };
 

@@ -4,6 +4,7 @@ import { ModulesContainer } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
 import { CURRENT_REPRESENTATION } from '../src/conditional/conditional.decorators';
 import { createOrg, type TestOrg } from './support/factories';
+import { insertChatbot, insertConnector, insertConversation, insertTrigger } from './support/readside-rows';
 import { createTestApp, type TestApp } from './support/test-app';
 
 let t: TestApp;
@@ -70,6 +71,25 @@ describe('ETag on every answer that carries one resource', () => {
     expect(deleted.headers.etag).toBeUndefined();
     const failed = await t.http.get(api('/agents/agent_000000000000000000000000')).set('Authorization', org.auth).expect(404);
     expect(failed.headers.etag).toBeUndefined();
+  });
+});
+
+describe('the read-only single resources', () => {
+  it('a connector, a conversation, a trigger and a chatbot carry an ETag, stable across reads, and answer 304 to it', async () => {
+    const db = t.connection.db;
+    const paths = [
+      `/connectors/${await insertConnector(db, org.orgId)}`,
+      `/conversations/${await insertConversation(db, org.orgId, {}, [{ role: 'user', content: 'Hello' }])}`,
+      `/triggers/${await insertTrigger(db, org.orgId)}`,
+      `/chatbots/${await insertChatbot(db, org.orgId)}`,
+    ];
+    for (const path of paths) {
+      const { etag } = await read(path);
+      expect({ path, etag }).toEqual({ path, etag: expect.stringMatching(/^"[A-Za-z0-9_-]+"$/) });
+      expect((await read(path)).etag).toBe(etag);
+      const res = await t.http.get(api(path)).set('Authorization', org.auth).set('If-None-Match', etag);
+      expect({ path, status: res.status, etag: res.headers.etag }).toEqual({ path, status: 304, etag });
+    }
   });
 });
 
@@ -221,6 +241,30 @@ describe('If-Match and Idempotency-Key', () => {
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.headers.etag).toBe(first.headers.etag);
     expect(replay.body.data).toEqual(first.body.data);
+  });
+
+  it('the fingerprint is method, path and body, as the contract says: another If-Match with the same key and body is a replay, not a 409', async () => {
+    const { agent, etag } = await createAgent();
+    const key = `k-${randomUUID()}`;
+    const send = (ifMatch: string | null, body: object) => {
+      const req = t.http.patch(api(`/agents/${agent.id}`)).set('Authorization', org.auth).set('Idempotency-Key', key);
+      return (ifMatch === null ? req : req.set('If-Match', ifMatch)).send(body);
+    };
+    const first = await send(etag, { name: 'Keyed' }).expect(200);
+    // '*', a tag the agent never had, no header at all: the stored answer each time, nothing run again
+    for (const ifMatch of ['*', '"never-its-tag"', null]) {
+      const replay = await send(ifMatch, { name: 'Keyed' });
+      expect({ ifMatch, status: replay.status, replayed: replay.headers['idempotent-replayed'], etag: replay.headers.etag }).toEqual({
+        ifMatch,
+        status: 200,
+        replayed: 'true',
+        etag: first.headers.etag,
+      });
+    }
+    // the body is in the fingerprint: the same key with another body is refused
+    const reused = await send(first.headers.etag, { name: 'Other' }).expect(409);
+    expect(reused.body.error.code).toBe('idempotency_key_reused');
+    expect((await read(`/agents/${agent.id}`)).body.name).toBe('Keyed');
   });
 
   it('a create replay carries the stored ETag', async () => {

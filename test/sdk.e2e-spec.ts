@@ -1,7 +1,7 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { AgentPlatformClient, ApiError, ConnectionError, type Agent } from '../sdk/src/index';
+import { AgentPlatformClient, ApiError, ConnectionError, type Agent, type AgentCreate } from '../sdk/src/index';
 import { createOrg, type TestOrg } from './support/factories';
 import { recordStatus } from './support/status-recorder';
 import { createTestApp, type TestApp } from './support/test-app';
@@ -156,6 +156,15 @@ describe('retries follow the guidance, and a retried create exists exactly once'
     expect(proxy.seen).toHaveLength(1);
   });
 
+  it('a Retry-After longer than the client waits (maxRetryAfterMs) is not waited for: the 429 is thrown at once', async () => {
+    proxy.plan({ status: 429, retryAfter: '120' });
+    await expect(client().org.get()).rejects.toMatchObject({ status: 429, rateLimit: { retryAfter: 120 } });
+    proxy.plan({ status: 429, retryAfter: '120' });
+    await client({ maxRetryAfterMs: 180_000 }).org.get();
+    expect(proxy.seen).toHaveLength(3);
+    expect(waits).toEqual([120_000]);
+  });
+
   it('a connection that fails on every attempt ends in a ConnectionError', async () => {
     const dead = new AgentPlatformClient({ apiKey: org.token, baseUrl: 'http://127.0.0.1:1/api/v1', sleep: async (ms) => void waits.push(ms), random: () => 0 });
     await expect(dead.org.get()).rejects.toBeInstanceOf(ConnectionError);
@@ -212,19 +221,110 @@ describe('conditional edits and what every answer tells', () => {
     const controller = new AbortController();
     controller.abort(new Error('stopped by the caller'));
     await expect(client().org.get({ signal: controller.signal })).rejects.toThrow('stopped by the caller');
+    let attempts = 0;
     const hanging = new AgentPlatformClient({
       apiKey: org.token,
       baseUrl,
       maxRetries: 1,
       timeoutMs: 50,
       sleep: async () => undefined,
-      fetch: (_input, init) => new Promise((_resolve, reject) => init!.signal!.addEventListener('abort', () => reject(init!.signal!.reason))),
+      fetch: (_input, init) => {
+        attempts += 1;
+        return new Promise((_resolve, reject) => init!.signal!.addEventListener('abort', () => reject(init!.signal!.reason)));
+      },
     });
     await expect(hanging.org.get()).rejects.toMatchObject({ name: 'TimeoutError' });
+    // a timed-out attempt is retried like a failed connection
+    expect(attempts).toBe(2);
   });
 
   it('conversation filters, metadata in bracket form', async () => {
     await client().conversations.list({ source: 'embed', is_simulation: false, metadata: { ticketId: 'T-1' } }).toArray();
     expect(proxy.seen.at(-1)!.path).toContain('source=embed&is_simulation=false&metadata%5BticketId%5D=T-1');
+  });
+});
+
+describe('every operation of the served document', () => {
+  type Doc = { paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, { properties?: Record<string, unknown> }> } };
+  const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+
+  it('has a method: one call of each reaches every operation', async () => {
+    const sdk = client({ apiKey: (await createOrg(t.app)).token });
+    const doc = (await sdk.meta.openapi()) as Doc;
+    const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).filter((m) => METHODS.includes(m)).map((m) => `${m.toUpperCase()} ${path}`));
+    const zero = '000000000000000000000000';
+    // reads of resources this organization does not have: their 404 is the operation's answer too
+    const missing = (call: Promise<unknown>) => call.then(
+      () => Promise.reject(new Error('expected a 404')),
+      (error: unknown) => expect(error).toMatchObject({ status: 404 }),
+    );
+    proxy.seen.length = 0;
+
+    await sdk.meta.banner();
+    await sdk.meta.openapi();
+    const { data: agent } = await sdk.agents.create({ handle: handle(), name: 'Every', instructions: 'x' });
+    await sdk.agents.list().toArray();
+    await sdk.agents.get(agent.id);
+    await sdk.agents.update(agent.id, { name: 'Every one' });
+    const { data: tool } = await sdk.customTools.create({ label: 'Orders API list orders', description: 'Lists orders.', method: 'GET', url: 'https://api.example.com/orders' });
+    await sdk.customTools.list().toArray();
+    await sdk.customTools.get(tool.id);
+    await sdk.customTools.update(tool.id, { description: 'Lists every order.' });
+    await sdk.customTools.delete(tool.id);
+    const { data: source } = await sdk.sources.create({ type: 'webpage', name: 'Docs', config: { url: 'https://example.com/docs' } });
+    await sdk.sources.list().toArray();
+    await sdk.sources.get(source.id);
+    await sdk.sources.delete(source.id);
+    await sdk.connectors.list().toArray();
+    await missing(sdk.connectors.get(`connector_${zero}`));
+    await sdk.conversations.list({ is_simulation: false }).toArray();
+    await missing(sdk.conversations.get(`conv_${zero}`));
+    await missing(sdk.conversations.listMessages(`conv_${zero}`).toArray());
+    await sdk.triggers.list().toArray();
+    await missing(sdk.triggers.get(`trigger_${zero}`));
+    await sdk.chatbots.list().toArray();
+    await missing(sdk.chatbots.get(`chatbot_${zero}`));
+    await sdk.team.list();
+    await sdk.analytics.getAgent(agent.id);
+    await sdk.org.get();
+    await sdk.agents.delete(agent.id);
+
+    const templates = operations.map((operation) => {
+      const [method, path] = operation.split(' ');
+      return { operation, method, pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`) };
+    });
+    const reached = proxy.seen.map(({ method, path }) => {
+      const own = path.replace(/^\/api\/v1/, '').replace(/\?.*$/, '');
+      return templates.find((t) => t.method === method && t.pattern.test(own))?.operation ?? `${method} ${path} (no operation)`;
+    });
+    const unreached = operations.filter((operation) => !reached.includes(operation));
+    expect(unreached.map((operation) => `${operation}: add its method to sdk/src/index.ts and one call of it above`)).toEqual([]);
+    expect(reached.filter((operation) => operation.endsWith('(no operation)'))).toEqual([]);
+    expect(operations).toHaveLength(28);
+  });
+
+  it("the create body's fields are the served schema's (the SDK spells AgentCreate: the generated type is unknown)", async () => {
+    const doc = (await client().meta.openapi()) as Doc;
+    // a field the schema gains or loses fails to compile here or differs below
+    const fields: Record<keyof AgentCreate, true> = {
+      handle: true, name: true, instructions: true, instructions_html: true, description: true, model: true, color: true, avatar: true,
+      include_system_prompt: true, tools: true, connectors: true, sub_agents: true, data_sources: true, pending_trigger_hint: true,
+    };
+    expect(Object.keys(fields).sort()).toEqual(Object.keys(doc.components.schemas.AgentCreateDto.properties ?? {}).sort());
+  });
+});
+
+describe('the agent analytics, a paged resource', () => {
+  it("listAgentDays walks every day of the window through faults, once each, the window sent with every page", async () => {
+    const sdk = client();
+    const { data: agent } = await sdk.agents.create({ handle: handle(), name: 'Counted', instructions: 'x' });
+    proxy.seen.length = 0;
+    proxy.plan('pass', '503');
+    const window = { since: '2026-01-01T00:00:00.000Z', until: '2026-01-20T00:00:00.000Z', limit: 8 };
+    const days = await sdk.analytics.listAgentDays(agent.id, window).toArray();
+    expect(days.map((day) => day.date)).toEqual(Array.from({ length: 20 }, (_, i) => `2026-01-${String(20 - i).padStart(2, '0')}`));
+    // 3 pages, the second one retried
+    expect(proxy.seen).toHaveLength(4);
+    expect(proxy.seen.every((s) => s.path.includes('since=2026-01-01') && s.path.includes('limit=8'))).toBe(true);
   });
 });

@@ -11,8 +11,18 @@ import type { components, paths } from './generated/api-v1.js';
 
 type Schemas = components['schemas'];
 export type Agent = Schemas['AgentDto'];
-export type AgentCreate = Schemas['AgentCreateDto'];
 export type AgentUpdate = Schemas['AgentUpdateDto'];
+/**
+ * The create body. The served schema states its rule "`instructions` or
+ * `instructions_html`" as `anyOf` lists of required fields, which
+ * openapi-typescript renders as `unknown` (any body would compile); so it is
+ * spelt here from the fields create and update share, and
+ * test/sdk.e2e-spec.ts checks its fields against the served schema's.
+ */
+export type AgentCreate = Omit<AgentUpdate, 'handle' | 'name' | 'instructions' | 'instructions_html' | 'is_active' | 'deactivated_reason' | 'deactivated_at'> & {
+  handle: string;
+  name: string;
+} & ({ instructions: string; instructions_html?: string } | { instructions?: string; instructions_html: string });
 export type CustomTool = Schemas['CustomToolDto'];
 export type CustomToolCreate = Schemas['CustomToolCreateDto'];
 export type CustomToolUpdate = Schemas['CustomToolUpdateDto'];
@@ -28,6 +38,7 @@ export type Chatbot = Schemas['ChatbotDto'];
 export type Member = Schemas['MemberDto'];
 export type Org = Schemas['OrgDto'];
 export type AgentAnalytics = Schemas['AgentAnalyticsDto'];
+export type AnalyticsDay = Schemas['AnalyticsDayDto'];
 export type DeleteAcknowledgement = Schemas['DeleteAcknowledgementDto'];
 export type Banner = Schemas['BannerDto'];
 /** The error codes the API description names; the list is open, so `error.code` is any string. */
@@ -303,9 +314,12 @@ export class AgentPlatformClient {
   };
 
   readonly analytics = {
-    /** one page of the daily series; follow `nextCursor` of `getAgentPage` for more */
+    /** the window's totals and the first page of its daily series (`listAgentDays` walks all of it) */
     getAgent: (agentId: string, query?: Query<'/analytics/agents/{agent_id}'>, options?: RequestOptions) =>
       this.request<AgentAnalytics>({ method: 'GET', path: `/analytics/agents/${encode(agentId)}`, query }, options),
+    /** every day of the window's daily series (newest first), page after page, for the same window */
+    listAgentDays: (agentId: string, query?: ListQuery<'/analytics/agents/{agent_id}'>, options?: RequestOptions) =>
+      this.pages<AgentAnalytics, AnalyticsDay>(`/analytics/agents/${encode(agentId)}`, query, options, (data) => data.daily),
   };
 
   readonly org = {
@@ -319,11 +333,21 @@ export class AgentPlatformClient {
   };
 
   private list<T>(path: string, query: Record<string, unknown> | undefined, options?: RequestOptions): PageIterator<T> {
+    return this.pages<T[], T>(path, query, options, (data) => data);
+  }
+
+  /** A paginated answer's items: `data` itself for a list, a part of it for a paged resource (the analytics' days). */
+  private pages<D, T>(path: string, query: Record<string, unknown> | undefined, options: RequestOptions | undefined, itemsOf: (data: D) => T[]): PageIterator<T> {
     return new PageIterator<T>(async (cursor) => {
       // the same filters on every page: cursors are filter-aware
       const answer = await this.send({ method: 'GET', path, query: { ...query, cursor } }, options);
-      const body = answer.json as Envelope<T[]>;
-      return { data: body.data, nextCursor: body.meta?.next_cursor ?? null, requestId: body.meta?.request_id ?? answer.headers.get('x-request-id'), rateLimit: rateLimitOf(answer.headers) };
+      const body = answer.json as Envelope<D>;
+      return {
+        data: itemsOf(body.data),
+        nextCursor: body.meta?.next_cursor ?? null,
+        requestId: body.meta?.request_id ?? answer.headers.get('x-request-id'),
+        rateLimit: rateLimitOf(answer.headers),
+      };
     });
   }
 
