@@ -5,6 +5,7 @@ import { startTestCluster, type TestCluster } from '../support/pg-cluster';
 import { startServer, type ServerProcess } from '../support/server-process';
 import { createTestApp, type TestApp } from '../support/test-app';
 import { linesWithQueryText } from '../support/log-lines';
+import { startPgBouncer, type TestPgBouncer } from '../support/pgbouncer';
 
 /**
  * Keyed write traffic (POST/PATCH /agents,
@@ -16,11 +17,19 @@ import { linesWithQueryText } from '../support/log-lines';
  * no instance exited but the killed ones, no acknowledged write is missing,
  * no key made more than one resource, and a retry of a write that committed
  * was answered with that write (replayed), never executed again.
+ *
+ * Under `npm run test:pgbouncer` (DATABASE_POOLER=transaction) the instances
+ * reach the cluster through a PgBouncer of the test's own in transaction
+ * mode, as deployed behind one; the faults still hit the cluster itself.
  */
 const STATEMENT_TIMEOUT_MS = 2000;
 const CLIENTS = 6;
 /** a hung request is a failure: nothing may take this long */
 const HANG_MS = 15_000;
+/** set by scripts/test-pgbouncer.sh; the instances inherit it */
+const THROUGH_POOLER = process.env.DATABASE_POOLER === 'transaction';
+/** the pooler's server connections: fewer than the instances' pools together (3 × DB_POOL_MAX) */
+const POOLER_SERVER_CONNECTIONS = 10;
 const NO_LIMITS = { agents: null, connectors: null, sources: null, chatbots: null, scheduled_triggers: null, custom_tool_slots: null };
 
 interface Instance {
@@ -53,6 +62,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('keyed writes survive database and instance faults (two instances, one cluster)', () => {
   let cluster: TestCluster;
+  let bouncer: TestPgBouncer | null = null;
+  /** what the instances connect to: the cluster, or the pooler in front of it */
+  let appUrl: string;
   let t: TestApp;
   let org: TestOrg;
   const instances: Instance[] = [];
@@ -67,7 +79,7 @@ describe('keyed writes survive database and instance faults (two instances, one 
   let over = false;
 
   const env = () => ({
-    DATABASE_URL: cluster.url,
+    DATABASE_URL: appUrl,
     DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
     DB_POOL_MAX: '6',
     TRASH_PURGE_CRON: 'off',
@@ -89,7 +101,14 @@ describe('keyed writes survive database and instance faults (two instances, one 
 
   beforeAll(async () => {
     cluster = startTestCluster();
-    t = await createTestApp({ databaseUrl: cluster.url });
+    appUrl = cluster.url;
+    if (THROUGH_POOLER) {
+      // behind a transaction pooler statement_timeout is the database's setting (the service cannot send it)
+      await admin((c) => c.query(`alter database app set statement_timeout = ${STATEMENT_TIMEOUT_MS}`));
+      bouncer = startPgBouncer(cluster.url, POOLER_SERVER_CONNECTIONS);
+      appUrl = bouncer.url;
+    }
+    t = await createTestApp({ databaseUrl: appUrl });
     org = await createOrg(t.app, { limits: NO_LIMITS });
     instances.push(...(await Promise.all([launch(), launch()])));
   }, 120_000);
@@ -98,6 +117,7 @@ describe('keyed writes survive database and instance faults (two instances, one 
     over = true;
     await Promise.all(instances.map((i) => i.server.stop().catch(() => undefined)));
     await t?.close().catch(() => undefined);
+    bouncer?.stop();
     cluster?.destroy();
   });
 
