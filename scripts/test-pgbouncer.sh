@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm run test:pgbouncer`: the PostgreSQL tests that exercise what a pooler in
 # transaction mode breaks (prepared statements on every hot path, writes and
-# their transactions, idempotency races, the trash purge's lock) through a throw-away PgBouncer
+# their transactions, idempotency races, the trash purge's lock, keyed retries
+# across kill -9) through a throw-away PgBouncer
 # (scripts/pgbouncer-test.sh, pool_mode = transaction) in front of a throw-away
 # cluster, with DATABASE_POOLER=transaction. Paths given replace the chosen
 # files; options go to jest.
@@ -18,6 +19,9 @@ CHOSEN=(
   test/conversations.e2e-spec.ts
   test/org-team.e2e-spec.ts
   test/auth.e2e-spec.ts
+  # keyed retries through the pooler while PostgreSQL stops, backends die and instances are SIGKILLed
+  # (its own cluster and PgBouncer, so that the faults touch nothing else)
+  test/pg/write-faults.pg-spec.ts
 )
 # paths given replace the chosen files; options (-…) go to jest as they are
 paths=()

@@ -116,6 +116,12 @@ describeWithRedis('Redis fault tests')('a frozen Redis (SIGSTOP)', () => {
       expect(((await retried.json()) as { data: { id: string } }).data.id).toBe(((await created.json()) as { data: { id: string } }).data.id);
       const afterFreeze = await scrapeMetrics(t.app);
       expect(sampleValue(afterFreeze, 'rate_limit_redis_fallback_active')).toBe(1);
+      // readiness: the API serves on, so a balancer must not take the instance out; degraded, in the body and the metric
+      const ready = await fetch(`${new URL(base).origin}/readyz`);
+      const readiness = (await ready.json()) as { data: { status: string; degraded: string[]; checks: Record<string, string> } };
+      expect(ready.status).toBe(200);
+      expect(readiness.data).toMatchObject({ status: 'ready', degraded: ['redis'], checks: { database: 'ok', migrations: 'ok' } });
+      expect(sampleValue(await scrapeMetrics(t.app), 'readiness_degraded', { check: 'redis' })).toBe(1);
 
       // every request's wait for its count, as the service measured it: the 25 ms budget, plus what a
       // loaded machine adds to any timer (at load 17 on 2 cores, 3 waits in 191 took 50–100 ms; at

@@ -1,6 +1,6 @@
 import { HttpException } from '@nestjs/common';
 import { ApiError, ErrorCode } from './api-error';
-import { databaseErrorState, translateDatabaseError } from '../database/database-errors';
+import { databaseErrorState, isDeadlinePassed, translateDatabaseError } from '../database/database-errors';
 import { loggableError, warnRepeated, type AppLogger } from './logger';
 import type { RequestContext } from './request-context';
 
@@ -62,13 +62,11 @@ export function apiErrorOf(exception: unknown): ApiError | null {
 
 /**
  * A request whose database deadline passed (ETIMEDOUT, the database
- * layer's own code) after it had waited longer in its tenant's queue than
+ * layer's own code, on the error or wrapped in drizzle's) after it had waited longer in its tenant's queue than
  * it has spent since: the tenant's own flood used the time, not the database.
  */
 function spentInTenantQueue(exception: unknown, tenantQueue: RequestContext['tenantQueue']): boolean {
-  if (!tenantQueue) return false;
-  const code = (exception as { code?: unknown } | null)?.code;
-  return code === 'ETIMEDOUT' && tenantQueue.waitedMs >= Date.now() - tenantQueue.until;
+  return tenantQueue !== undefined && isDeadlinePassed(exception) && tenantQueue.waitedMs >= Date.now() - tenantQueue.until;
 }
 
 /**

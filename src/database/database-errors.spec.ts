@@ -1,5 +1,5 @@
 import { ErrorCode } from '../common/api-error';
-import { databaseErrorState, isLostConnection, sqlstateClass, translateDatabaseError } from './database-errors';
+import { databaseErrorState, isDeadlinePassed, isLostConnection, sqlstateClass, translateDatabaseError } from './database-errors';
 
 // Drizzle 0.45 wraps the driver's error: the PostgreSQL code is on `cause`
 const wrapped = (code: string, message = 'db error') => Object.assign(new Error('Failed query: ...'), { cause: Object.assign(new Error(message), { code }) });
@@ -78,5 +78,16 @@ describe('isLostConnection: the connection was gone when the statement reached i
     [null, false],
   ])('%j → %s', (error, expected) => {
     expect(isLostConnection(error)).toBe(expected);
+  });
+});
+
+describe('isDeadlinePassed: the database layer\'s own deadline, bare or wrapped by drizzle', () => {
+  const deadline = Object.assign(new Error('statement: the database deadline has passed'), { code: 'ETIMEDOUT' });
+  test('on the error itself', () => expect(isDeadlinePassed(deadline)).toBe(true));
+  // drizzle 0.45 wraps every failed query ("database query failed: …") with the driver's error as its cause
+  test('as the cause of a wrapping error', () => expect(isDeadlinePassed(Object.assign(new Error('database query failed'), { cause: deadline }))).toBe(true));
+  test('not a server-side error or a lost connection', () => {
+    expect(isDeadlinePassed(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014', severity: 'ERROR' }))).toBe(false);
+    expect(isDeadlinePassed(Object.assign(new Error('reset'), { code: 'ECONNRESET' }))).toBe(false);
   });
 });

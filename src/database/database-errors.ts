@@ -97,6 +97,16 @@ export function sqlstateClass(error: unknown): string {
 }
 
 /**
+ * The request's database deadline passed (the database layer's own
+ * ETIMEDOUT: no connection in time, or a statement cut or not sent), found
+ * along the cause chain, since drizzle wraps it in its query error.
+ */
+export function isDeadlinePassed(error: unknown): boolean {
+  for (const link of causeChain(error)) if (link.code === 'ETIMEDOUT') return true;
+  return false;
+}
+
+/**
  * A driver's answer that says the connection was gone when the statement
  * reached it: the server terminated the backend (57P01 admin shutdown, 57P02
  * crash shutdown), a connection-failure SQLSTATE (class 08), or the socket

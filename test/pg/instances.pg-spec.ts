@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { createOrg, type TestOrg } from '../support/factories';
 import { operationsOf, resolver, valueOf, type OpenApiDocument } from '../support/openapi-contract';
 import { freePort } from '../../libs/net/free-port';
+import { linesWithQueryText } from '../support/log-lines';
 import { startServer, type ServerProcess } from '../support/server-process';
 import { createTestApp, type TestApp } from '../support/test-app';
 
@@ -38,6 +39,14 @@ async function startRedis(): Promise<{ url: string; stop(): void } | null> {
   return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
 }
 
+/** every instance this file started, stopped and killed ones too: their output is checked at the end */
+const launched: ServerProcess[] = [];
+async function launch(env: Record<string, string>): Promise<ServerProcess> {
+  const server = await startServer(env);
+  launched.push(server);
+  return server;
+}
+
 describe('several instances on one PostgreSQL server', () => {
   const adminUrl = process.env.DATABASE_URL!;
   const dbName = `instances_${process.pid}_${Date.now().toString(36)}`;
@@ -54,7 +63,7 @@ describe('several instances on one PostgreSQL server', () => {
     await admin.query(`create database "${dbName}"`);
     await admin.end();
     // both start at once against an empty database: each tries to migrate
-    instances = await Promise.all([0, 1].map(() => startServer({ DATABASE_URL: databaseUrl, TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off' })));
+    instances = await Promise.all([0, 1].map(() => launch({ DATABASE_URL: databaseUrl, TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off' })));
   }, 120_000);
 
   afterAll(async () => {
@@ -178,7 +187,7 @@ describe('several instances on one PostgreSQL server', () => {
       const { path: createPath, variant } = resource!;
       for (const n of ['first', 'second']) expect((await post(instances[1], createPath, writer.auth, variant(n))).status).toBe(201);
 
-      const victim = await startServer({ DATABASE_URL: databaseUrl, TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off' });
+      const victim = await launch({ DATABASE_URL: databaseUrl, TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off' });
       const acknowledged: Array<{ id: string; data: Record<string, unknown> }> = [];
       let n = 0;
       let stopping: Promise<number | null> | null = null;
@@ -235,7 +244,7 @@ describe('several instances on one PostgreSQL server', () => {
       const limited: ServerProcess[] = [];
       try {
         const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, RATE_LIMIT_PER_MINUTE: '20', RATE_LIMIT_PER_HOUR: '1000', TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off' };
-        limited.push(...(await Promise.all([startServer(env), startServer(env)])));
+        limited.push(...(await Promise.all([launch(env), launch(env)])));
         const caller = await createOrg((await app()).app);
         const statuses: number[][] = [[], []];
         for (const [i, instance] of limited.entries()) {
@@ -277,7 +286,7 @@ describe('several instances on one PostgreSQL server', () => {
           [owner.orgId, agentIds],
         );
         const env = { DATABASE_URL: databaseUrl, TRASH_PURGE_CRON: '* * * * * *', IDEMPOTENCY_PURGE_CRON: '* * * * * *' };
-        const purgers = await Promise.all([startServer(env), startServer(env)]);
+        const purgers = await Promise.all([launch(env), launch(env)]);
         try {
           const deadline = Date.now() + 15_000;
           let left = { records: -1, agents: -1 };
@@ -299,5 +308,10 @@ describe('several instances on one PostgreSQL server', () => {
         await client.end();
       }
     }, 60_000);
+  });
+
+  it('no log line of any instance (SIGTERMed, SIGKILLed or stopped) carries a query\'s text or parameters', () => {
+    expect(launched.length).toBeGreaterThan(0);
+    expect(linesWithQueryText([...launched.map((server) => server.output()), ...(t?.logs ?? [])])).toEqual([]);
   });
 });

@@ -1,7 +1,6 @@
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import { Client } from 'pg';
 import { createOrg, type TestOrg } from '../support/factories';
+import { startPgBouncer, type TestPgBouncer } from '../support/pgbouncer';
 import { createTestApp, type TestApp } from '../support/test-app';
 
 /**
@@ -13,31 +12,15 @@ import { createTestApp, type TestApp } from '../support/test-app';
  * which the clients outnumber. This file starts its own PgBouncer in front of
  * the suite's server: without pgbouncer installed it fails.
  */
-const SCRIPT = join(__dirname, '..', '..', 'scripts', 'pgbouncer-test.sh');
 const SERVER_CONNECTIONS = 4;
 
-function startPgBouncer(serverUrl: string): { url: string; dir: string } {
-  const out = execFileSync('bash', [SCRIPT, 'start', serverUrl], {
-    encoding: 'utf8',
-    env: { ...process.env, PGBOUNCER_POOL_SIZE: String(SERVER_CONNECTIONS) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const vars = Object.fromEntries(
-    out
-      .trim()
-      .split('\n')
-      .map((line) => line.split(/=(.*)/s).slice(0, 2) as [string, string]),
-  );
-  return { url: vars.DATABASE_URL, dir: vars.PGBOUNCER_DIR };
-}
-
 describe('behind PgBouncer in transaction mode (DATABASE_POOLER=transaction)', () => {
-  let bouncer: { url: string; dir: string };
+  let bouncer: TestPgBouncer;
   let t: TestApp;
   let org: TestOrg;
 
   beforeAll(async () => {
-    bouncer = startPgBouncer(process.env.DATABASE_URL!);
+    bouncer = startPgBouncer(process.env.DATABASE_URL!, SERVER_CONNECTIONS);
     // more connections in the service's pool than the pooler has server connections
     t = await createTestApp({ databaseUrl: bouncer.url, databasePooler: 'transaction', dbPoolMax: 12 });
     org = await createOrg(t.app);
@@ -45,7 +28,7 @@ describe('behind PgBouncer in transaction mode (DATABASE_POOLER=transaction)', (
 
   afterAll(async () => {
     await t?.close();
-    if (bouncer) execFileSync('bash', [SCRIPT, 'stop', bouncer.dir], { stdio: 'inherit' });
+    bouncer?.stop();
   });
 
   it('answers concurrent reads of every prepared path and keyed writes without an error', async () => {

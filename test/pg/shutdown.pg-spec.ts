@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { tempDir } from '../support/processes';
+import { linesWithQueryText } from '../support/log-lines';
 import { startServer, type ServerProcess } from '../support/server-process';
 
 /**
@@ -48,9 +49,14 @@ afterAll(async () => {
   await admin.end();
 });
 
-function start(env: Record<string, string>): Promise<ServerProcess> {
+/** every server this file started: their output is checked at the end */
+const launched: ServerProcess[] = [];
+
+async function start(env: Record<string, string>): Promise<ServerProcess> {
   // the held request must wait on the lock, not time out at the default 5 s
-  return startServer({ DATABASE_URL: databaseUrl, SEED_FILE: seedFile, DB_STATEMENT_TIMEOUT_MS: '60000', TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off', ...env });
+  const server = await startServer({ DATABASE_URL: databaseUrl, SEED_FILE: seedFile, DB_STATEMENT_TIMEOUT_MS: '60000', TRASH_PURGE_CRON: 'off', IDEMPOTENCY_PURGE_CRON: 'off', ...env });
+  launched.push(server);
+  return server;
 }
 
 /**
@@ -166,4 +172,9 @@ test('a request still held at the hard deadline is cut and named; its outcome is
     await lock.end().catch(() => undefined);
     if (server.child.exitCode === null) server.child.kill('SIGKILL');
   }
+});
+
+test('no log line of a draining or cut server carries a query\'s text or parameters', () => {
+  expect(launched.length).toBeGreaterThan(0);
+  expect(linesWithQueryText(launched.map((server) => server.output()))).toEqual([]);
 });

@@ -5,6 +5,7 @@ import { startTestCluster, type TestCluster } from '../support/pg-cluster';
 import { startServer, type ServerProcess } from '../support/server-process';
 import { createTestApp, type TestApp } from '../support/test-app';
 import { linesWithQueryText } from '../support/log-lines';
+import { startPgBouncer, type TestPgBouncer } from '../support/pgbouncer';
 
 /**
  * Keyed write traffic (POST/PATCH /agents,
@@ -16,11 +17,19 @@ import { linesWithQueryText } from '../support/log-lines';
  * no instance exited but the killed ones, no acknowledged write is missing,
  * no key made more than one resource, and a retry of a write that committed
  * was answered with that write (replayed), never executed again.
+ *
+ * Under `npm run test:pgbouncer` (DATABASE_POOLER=transaction) the instances
+ * reach the cluster through a PgBouncer of the test's own in transaction
+ * mode, as deployed behind one; the faults still hit the cluster itself.
  */
 const STATEMENT_TIMEOUT_MS = 2000;
 const CLIENTS = 6;
 /** a hung request is a failure: nothing may take this long */
 const HANG_MS = 15_000;
+/** set by scripts/test-pgbouncer.sh; the instances inherit it */
+const THROUGH_POOLER = process.env.DATABASE_POOLER === 'transaction';
+/** the pooler's server connections: fewer than the instances' pools together (3 × DB_POOL_MAX) */
+const POOLER_SERVER_CONNECTIONS = 10;
 const NO_LIMITS = { agents: null, connectors: null, sources: null, chatbots: null, scheduled_triggers: null, custom_tool_slots: null };
 
 interface Instance {
@@ -53,6 +62,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('keyed writes survive database and instance faults (two instances, one cluster)', () => {
   let cluster: TestCluster;
+  let bouncer: TestPgBouncer | null = null;
+  /** what the instances connect to: the cluster, or the pooler in front of it */
+  let appUrl: string;
   let t: TestApp;
   let org: TestOrg;
   const instances: Instance[] = [];
@@ -67,7 +79,7 @@ describe('keyed writes survive database and instance faults (two instances, one 
   let over = false;
 
   const env = () => ({
-    DATABASE_URL: cluster.url,
+    DATABASE_URL: appUrl,
     DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
     DB_POOL_MAX: '6',
     TRASH_PURGE_CRON: 'off',
@@ -89,15 +101,24 @@ describe('keyed writes survive database and instance faults (two instances, one 
 
   beforeAll(async () => {
     cluster = startTestCluster();
-    t = await createTestApp({ databaseUrl: cluster.url });
+    appUrl = cluster.url;
+    if (THROUGH_POOLER) {
+      // behind a transaction pooler statement_timeout is the database's setting (the service cannot send it)
+      await admin((c) => c.query(`alter database app set statement_timeout = ${STATEMENT_TIMEOUT_MS}`));
+      bouncer = startPgBouncer(cluster.url, POOLER_SERVER_CONNECTIONS);
+      appUrl = bouncer.url;
+    }
+    t = await createTestApp({ databaseUrl: appUrl });
     org = await createOrg(t.app, { limits: NO_LIMITS });
     instances.push(...(await Promise.all([launch(), launch()])));
-  }, 120_000);
+    // a bound for a hang only: the first start may rebuild dist/ (over a minute and a half on a loaded machine)
+  }, 600_000);
 
   afterAll(async () => {
     over = true;
     await Promise.all(instances.map((i) => i.server.stop().catch(() => undefined)));
     await t?.close().catch(() => undefined);
+    bouncer?.stop();
     cluster?.destroy();
   });
 
@@ -225,7 +246,9 @@ describe('keyed writes survive database and instance faults (two instances, one 
 
   it('no instance exits, every acknowledged write is there, one resource per key, committed retries replayed', async () => {
     let running = true;
-    const until = Date.now() + 150_000;
+    // a bound for a client that never gets a final answer, not a duration the faults must fit in:
+    // on a loaded machine each restart of an instance, and the pooler's reconnection, take their time
+    const until = Date.now() + 420_000;
     const clients = Array.from({ length: CLIENTS }, () => client(() => running, until));
     await sleep(1500);
 
@@ -237,7 +260,7 @@ describe('keyed writes survive database and instance faults (two instances, one 
     // each instance serves writes again once the database answers, without a restart (how soon is the
     // bench's to measure: a loaded machine stretches it; a generous bound only stops the wait)
     const servedAgain = (id: number) => answers.some((a) => a.instance === id && a.at > upAt && a.status < 300);
-    for (let waited = 0; waited < 60_000 && !alive().every((instance) => servedAgain(instance.id)); waited += 100) await sleep(100);
+    for (let waited = 0; waited < 120_000 && !alive().every((instance) => servedAgain(instance.id)); waited += 100) await sleep(100);
     for (const instance of alive()) expect({ instance: instance.id, servedAgain: servedAgain(instance.id) }).toEqual({ instance: instance.id, servedAgain: true });
 
     // (b) backends terminated in every state
@@ -303,7 +326,7 @@ describe('keyed writes survive database and instance faults (two instances, one 
       `write faults: ${operations.length} keyed writes, ${retried.length} retried, ${operations.filter((op) => op.final?.replayed).length} answered by a replay; ` +
         `backends terminated: ${JSON.stringify(terminated)}; slowest answer ${Math.round(Math.max(...answers.map((a) => a.ms)))} ms`,
     );
-  }, 170_000);
+  }, 480_000);
 
   it('no log line the faults produced carries a query\'s text or parameters', () => {
     expect(linesWithQueryText([...launched.map((server) => server.output()), ...t.logs])).toEqual([]);
