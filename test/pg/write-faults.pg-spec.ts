@@ -15,8 +15,11 @@ import { startPgBouncer, type TestPgBouncer } from '../support/pgbouncer';
  * an instance at random moments and restarts it. Every unanswered request and
  * every 503 is retried with its key, as the contract tells clients to. Then:
  * no instance exited but the killed ones, no acknowledged write is missing,
- * no key made more than one resource, and a retry of a write that committed
- * was answered with that write (replayed), never executed again.
+ * no key made more than one resource (a retry of a write that committed is
+ * never executed again). Whether a retry of this run met a committed first
+ * attempt is luck, so it is counted, not asserted: the replay itself is
+ * proven deterministically where a proxy drops the answer after the commit
+ * (test/sdk.e2e-spec.ts).
  *
  * Under `npm run test:pgbouncer` (DATABASE_POOLER=transaction) the instances
  * reach the cluster through a PgBouncer of the test's own in transaction
@@ -244,7 +247,7 @@ describe('keyed writes survive database and instance faults (two instances, one 
     });
   }
 
-  it('no instance exits, every acknowledged write is there, one resource per key, committed retries replayed', async () => {
+  it('no instance exits, every acknowledged write is there, one resource per key, nothing executed twice', async () => {
     let running = true;
     // a bound for a client that never gets a final answer, not a duration the faults must fit in:
     // on a loaded machine each restart of an instance, and the pooler's reconnection, take their time
@@ -318,7 +321,7 @@ describe('keyed writes survive database and instance faults (two instances, one 
     for (const op of operations) if (op.kind === 'patch' && op.final) lastRename.set(op.final.id, op.body.name as string);
     for (const [id, name] of lastRename) expect(agentById.get(id)?.name).toBe(name);
 
-    // the faults really hit writes in flight, and some retries found their first attempt committed
+    // the faults really hit writes in flight
     const retried = operations.filter((op) => op.uncertainAttempts > 0);
     expect(retried.length).toBeGreaterThan(0);
     expect(operations.length).toBeGreaterThan(100);
