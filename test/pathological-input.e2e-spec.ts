@@ -4,7 +4,9 @@ import { MAX_BODY_BYTES } from '../src/http/request-body';
 import { MAX_NUMBER_CHARS } from '../src/common/exact-json';
 import { FIELD_ERROR_BOUNDS } from '../src/common/field-errors';
 import { MAX_BODY_CONTAINERS, MAX_BODY_DEPTH, MAX_OBJECT_KEYS } from '../src/common/validation';
+import { BOUNDS } from '../src/common/input-bounds';
 import { idempotencyRecords } from '../src/database/schema';
+import { MAX_RECORD_BYTES } from '../src/idempotency/idempotency.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
 
@@ -256,4 +258,48 @@ describe.each(ROUTES)('$name: bodies the validation pipe judges', (route) => {
   });
 
   it.each(PIPE_PROBES)('$name: bounded answer, fields, stored record and CPU', (probe) => probeRoute(route, path, probe, false));
+});
+
+describe('bounded storage: the largest answers are stored whole, under MAX_RECORD_BYTES, and replayed exactly', () => {
+  /** six bytes as JSON for one character, the most any character takes (a control character's \u escape) */
+  const widest = (length: number) => '\u0001'.repeat(length);
+
+  it('an agent with its text fields at their bounds, every character at its widest', async () => {
+    const create = { handle: `a${unique()}`, name: widest(BOUNDS.name), description: widest(BOUNDS.agentDescription), instructions: widest(BOUNDS.instructions) };
+    const created = await t.http.post('/api/v1/agents').set('Authorization', org.auth).send(create);
+    expect(created.status).toBe(201);
+    const update = {
+      instructions_html: widest(BOUNDS.instructions),
+      model: widest(BOUNDS.name),
+      tools: Array.from({ length: BOUNDS.agentTools }, (_v, i) => ({ name: `${i}${widest(BOUNDS.name - String(i).length)}`, connector_id: null })),
+    };
+    const key = `largest-${unique()}`;
+    const patch = () => t.http.patch(`/api/v1/agents/${created.body.data.id as string}`).set('Authorization', org.auth).set('Idempotency-Key', key).send(update);
+    const first = await patch();
+    expect(first.status).toBe(200);
+
+    const stored = await storedBytes(key);
+    // both instruction fields alone are 1.2 MB as JSON: this is the largest an agent's text can answer
+    expect(stored).toBeGreaterThan(2 * 6 * BOUNDS.instructions);
+    expect(stored).toBeLessThanOrEqual(MAX_RECORD_BYTES);
+    if (process.env.PROBE_LOG) console.log(`the widest agent: ${stored} bytes stored`);
+    const again = await patch();
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.text.replace(again.body.meta.request_id as string, '')).toBe(first.text.replace(first.body.meta.request_id as string, ''));
+  });
+
+  it('the 422 naming the most fields is stored under the error bound', async () => {
+    const route = ROUTES[0];
+    const key = `widest-422-${unique()}`;
+    // every key an unknown field, each named past the length a path is cut at
+    const unknown = Array.from({ length: MAX_OBJECT_KEYS - 10 }, (_v, i) => `"${i}_${'k'.repeat(300)}":0`).join(',');
+    const { res } = await send(route, '/api/v1/agents', `{${route.fields()},${unknown}}`, false, key);
+    expect(res.status).toBe(422);
+    // named until the characters the answer may spend on them run out (field-errors.ts), all counted
+    expect(Object.keys(res.body.error.details.fields as object).length).toBeLessThanOrEqual(FIELD_ERROR_BOUNDS.fields);
+    expect(res.body.error.details.field_count).toBe(MAX_OBJECT_KEYS - 10);
+    const stored = await storedBytes(key);
+    if (process.env.PROBE_LOG) console.log(`the widest 422: ${stored} bytes stored`);
+    expect(stored).toBeLessThan(MAX_ERROR_ANSWER);
+  });
 });
