@@ -38,7 +38,7 @@ import { createTestApp, type TestApp } from './support/test-app';
  * body, or did not finish.
  */
 const RATIO = 20;
-/** rounds of each body, after the first request (itself a round of the pathological one) */
+/** rounds of each body; the probe's first request, with its key, is the pathological body's first */
 const ROUNDS = 2;
 /** a bound on any error answer here, whatever the request: every 422 stays under it (field-errors.ts) */
 const MAX_ERROR_ANSWER = 24 * 1024;
