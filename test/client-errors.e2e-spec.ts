@@ -1,4 +1,5 @@
 import { connect, type AddressInfo } from 'node:net';
+import { createOrg } from './support/factories';
 import { scrapeMetrics, type Exposition } from './support/prometheus';
 import { createTestApp, type TestApp } from './support/test-app';
 
@@ -96,6 +97,43 @@ describe('answers Node or Fastify would write themselves', () => {
     expect(answer.status).toBe(417);
     expect(answer.headers['x-request-id']).toBe('mine-1');
     expect(answer.body.error?.request_id).toBe('mine-1');
+  });
+
+  describe('Expect: 100-continue: the body is invited only once the key is valid', () => {
+    const body = JSON.stringify({ handle: `continued${Date.now().toString(36)}`, name: 'Continued', instructions: 'x' });
+    const head = (authorization: string | null) =>
+      `POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `${authorization ? `Authorization: ${authorization}\r\n` : ''}Expect: 100-continue\r\n\r\n`;
+
+    it.each([
+      ['no key', null],
+      ['a wrong key', 'Bearer sk_live_not_a_key_of_anyone_0000000000'],
+    ])('%s: 401 from the headers, no 100 Continue, the body never sent', async (_name, authorization) => {
+      const answer = await send(head(authorization));
+      expect(answer.raw).not.toContain('100 Continue');
+      expect(answer.status).toBe(401);
+      expect(answer.body.error?.code).toBe('unauthorized');
+    });
+
+    it('a valid key: 100 Continue first, then the body is read and answered', async () => {
+      const org = await createOrg(t.app);
+      const socket = connect(port, '127.0.0.1');
+      let raw = '';
+      const closed = new Promise<void>((resolve, reject) => {
+        socket.on('error', reject);
+        socket.on('close', () => resolve());
+      });
+      // the body goes only after the invitation, as a client that waits for it does
+      socket.on('data', (chunk) => {
+        const first = raw === '';
+        raw += chunk;
+        if (first) socket.write(body);
+      });
+      socket.write(head(org.auth));
+      await closed;
+      expect(raw.startsWith('HTTP/1.1 100 Continue\r\n\r\n')).toBe(true);
+      expect(raw.slice(raw.indexOf('\r\n\r\n') + 4)).toMatch(/^HTTP\/1\.1 201 /);
+    });
   });
 
   it('an Upgrade request (no protocol is upgraded here) is answered as a plain request', async () => {

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { AgentsRepository } from '../src/agents/agents.repository';
 import { agents, idempotencyRecords } from '../src/database/schema';
 import { IdempotencyRepository } from '../src/idempotency/idempotency.repository';
-import { IdempotencyService, requestFingerprint } from '../src/idempotency/idempotency.service';
+import { IdempotencyService, MAX_RECORD_BYTES, requestFingerprint } from '../src/idempotency/idempotency.service';
 import { IDEMPOTENCY_PURGE_JOB } from '../src/idempotency/idempotency-purge.job';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
@@ -325,6 +325,23 @@ describe('4. Successes and the operation\'s own 4xx are stored; 401, 403, 429 an
     expect(retry.status).toBe(500);
     expect(retry.headers['idempotent-replayed']).toBeUndefined();
     expect(executions.create - before).toBe(2);
+  });
+});
+
+describe('an answer over MAX_RECORD_BYTES (a lost input bound) is never stored, nor its write kept', () => {
+  it('500 internal_error, the write rolled back, no record, the size logged and not the answer', async () => {
+    const key = newKey();
+    const handle = `huge-${newHandle()}`;
+    const first = await post(key, { handle });
+    expect(first.status).toBe(500);
+    expect(first.body.error.code).toBe('internal_error');
+    expect(await records(org.orgId, key)).toHaveLength(0);
+    const [row] = await t.connection.db.select({ id: agents.id }).from(agents).where(and(eq(agents.orgId, org.orgId), eq(agents.handle, handle)));
+    expect(row).toBeUndefined();
+    const logged = t.logs.find((line) => line.includes(first.headers['x-request-id'] as string) && line.includes('over its bound'));
+    expect(logged).toBeDefined();
+    expect(JSON.parse(logged!).bytes).toBeGreaterThan(MAX_RECORD_BYTES);
+    expect(logged!.length).toBeLessThan(1000);
   });
 });
 

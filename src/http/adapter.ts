@@ -1,6 +1,6 @@
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError, ErrorCode } from '../common/api-error';
 import type { AppLogger } from '../common/logger';
@@ -125,9 +125,15 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
   };
   LAYERS.set(fastify, layer);
   layer.connections.install(server);
-  // an `Expect` other than 100-continue: Node would write a bare 417 itself;
-  // routed instead (Fastify's public `routing`), the request hooks answer it in the envelope
-  server.on('checkExpectation', (request, response) => fastify.routing(request, response));
+  // Node answers an `Expect` itself unless these events are handled: a bare 417
+  // for anything but 100-continue, and `100 Continue` to every 100-continue,
+  // inviting the body before the key is checked. Both are handed on as an
+  // ordinary 'request' (every listener: Fastify's routing, the connection
+  // limits): the request hooks answer the first in the envelope, and invite
+  // the body only of a request whose body will be read (request-hooks.ts)
+  const asRequest = (request: IncomingMessage, response: ServerResponse) => server.emit('request', request, response);
+  server.on('checkExpectation', asRequest);
+  server.on('checkContinue', asRequest);
   // Node would close a CONNECT's connection without a word
   server.on('connect', (request: IncomingMessage, socket: Socket) => answerConnect(clientErrors, request, socket));
   return adapter;

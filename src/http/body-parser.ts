@@ -15,12 +15,16 @@ import { isJsonContentType, MAX_BODY_BYTES, parseJsonBody, readBody } from './re
  * (401, 429, a public route's answer, 404), so it costs no decompression,
  * parsing or validation, and a slow body is not waited for.
  */
+/** Only a request with a valid key, admitted to its tenant's slots, has its body read (or invited: request-hooks.ts). */
+export function bodyIsRead(request: RequestContext): boolean {
+  return request.auth !== undefined && request.tenantRefusal === undefined;
+}
+
 export function installBodyParser(fastify: FastifyInstance, connections: ConnectionLimiter): void {
   for (const method of ['GET', 'HEAD', 'DELETE', 'OPTIONS']) fastify.addHttpMethod(method, { hasBody: true, overrideExisting: true });
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', (request: FastifyRequest, payload, done) => {
-    const ctx = request as unknown as RequestContext;
-    if (ctx.auth === undefined || ctx.tenantRefusal !== undefined) return done(null, undefined);
+    if (!bodyIsRead(request as unknown as RequestContext)) return done(null, undefined);
     const parse = (bytes: Buffer) => {
       (request as unknown as RequestContext).rawBody = bytes;
       const contentType = request.headers['content-type'];

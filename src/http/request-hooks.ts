@@ -7,6 +7,7 @@ import { REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestCont
 import { runWithRequestDeadline } from '../database/request-scope';
 import { UNMATCHED_ROUTE } from '../metrics/metrics';
 import type { HttpLayer } from './adapter';
+import { bodyIsRead } from './body-parser';
 import { takesKey } from './route-flags';
 
 /**
@@ -141,6 +142,17 @@ function admitBeforeBody(layer: HttpLayer, request: FastifyRequest, dbStatementT
   });
 }
 
+/**
+ * `100 Continue` (Node no longer writes it itself, adapter.ts) only to a
+ * request whose body the reader will read: a valid key and its tenant's
+ * slots. Any other is answered from its headers, and a client that waits
+ * for the invitation never sends the body at all.
+ */
+function inviteBody(request: FastifyRequest, reply: FastifyReply): void {
+  if (!bodyIsRead(request as unknown as RequestContext)) return;
+  if (request.headers.expect?.toLowerCase() === '100-continue') reply.raw.writeContinue();
+}
+
 /** Does the request announce a body (a non-zero Content-Length, or chunks)? */
 function announcesBody(request: FastifyRequest): boolean {
   const length = request.headers['content-length'];
@@ -179,8 +191,12 @@ export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, 
     if (refusal) return answerInHook(request, reply, refusal, true);
     if (request.routeOptions.url === undefined && !layer.servedMethods.has(request.method)) return answerInHook(request, reply, noSuchMethod(), announcesBody(request));
     const admitting = admitBeforeBody(layer, request, dbStatementTimeoutMs);
-    if (admitting) void admitting.then(() => done());
-    else done();
+    const proceed = () => {
+      inviteBody(request, reply);
+      done();
+    };
+    if (admitting) void admitting.then(proceed);
+    else proceed();
   });
   fastify.addHook('preHandler', (request, _reply, done) => {
     layer.tracker.handling(request);

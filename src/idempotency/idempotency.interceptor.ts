@@ -11,6 +11,7 @@ import type { IdempotencyRecord } from './idempotency.repository';
 import {
   IDEMPOTENT_METHODS,
   IDEMPOTENT_REPLAYED_HEADER,
+  IdempotencyRecordTooLarge,
   IdempotencyService,
   isStorableStatus,
   parseIdempotencyKey,
@@ -181,6 +182,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
     try {
       return await this.idempotency.record(attempt.orgId, attempt.key, outcome, attempt.startedAt);
     } catch (error) {
+      if (error instanceof IdempotencyRecordTooLarge) {
+        // a lost input bound, not a passing fault: a retry would fail alike, so no 503
+        this.logger.error({ request_id: attempt.request.requestId, bytes: error.bytes }, 'idempotency record over its bound; the write is rolled back');
+        throw new ApiError(ErrorCode.InternalError, 'The answer could not be recorded, and the request was rolled back.');
+      }
       this.logger.warn(
         // not the query error's message: its parameters are the response body being stored
         { request_id: attempt.request.requestId, err: loggableError(error) },

@@ -1,6 +1,16 @@
 import { createHash } from 'node:crypto';
 import { ApiError } from '../common/api-error';
-import { isStorableStatus, parseIdempotencyKey, requestFingerprint } from './idempotency.service';
+import type { AppLogger } from '../common/logger';
+import type { IdempotencyRepository } from './idempotency.repository';
+import {
+  IdempotencyRecordTooLarge,
+  IdempotencyService,
+  isStorableStatus,
+  MAX_RECORD_BYTES,
+  parseIdempotencyKey,
+  recordBytes,
+  requestFingerprint,
+} from './idempotency.service';
 
 describe('parseIdempotencyKey', () => {
   it('returns null when the header is absent', () => {
@@ -52,5 +62,32 @@ describe('isStorableStatus', () => {
   it('stores 2xx and the operation\'s own 4xx, never 401, 403, 429 or 5xx', () => {
     expect([200, 201, 404, 409, 422].every(isStorableStatus)).toBe(true);
     expect([401, 403, 412, 429, 500, 503].some(isStorableStatus)).toBe(false);
+  });
+});
+
+describe('IdempotencyService.record: the bound on a stored answer', () => {
+  const save = jest.fn(async () => true);
+  const service = new IdempotencyService({ save } as unknown as IdempotencyRepository, {} as AppLogger);
+  // a body whose JSON text is `bytes` long: {"data":"xxx…"}
+  const bodyOf = (bytes: number) => ({ data: 'x'.repeat(bytes - '{"data":""}'.length) });
+  const outcome = (body: unknown) => ({ fingerprint: 'f', status: 201, body });
+
+  beforeEach(() => save.mockClear());
+
+  it('counts the JSON text in UTF-8 bytes, as the store writes it', () => {
+    expect(recordBytes(bodyOf(1000))).toBe(1000);
+    expect(recordBytes({ data: 'é\u0001' })).toBe('{"data":"é\\u0001"}'.length + 1);
+  });
+
+  it('stores an answer at the bound', async () => {
+    await expect(service.record('org', 'k', outcome(bodyOf(MAX_RECORD_BYTES)), new Date())).resolves.toBe(true);
+    expect(save).toHaveBeenCalledTimes(1);
+  });
+
+  it('refuses one byte over it, storing nothing, and tells only the size', async () => {
+    const refused = service.record('org', 'k', outcome(bodyOf(MAX_RECORD_BYTES + 1)), new Date());
+    await expect(refused).rejects.toBeInstanceOf(IdempotencyRecordTooLarge);
+    await expect(refused).rejects.toMatchObject({ bytes: MAX_RECORD_BYTES + 1, message: expect.not.stringContaining('xxx') });
+    expect(save).not.toHaveBeenCalled();
   });
 });

@@ -9,6 +9,23 @@ export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 /** Stored records expire 24 hours after the first request */
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/**
+ * The most a record's stored answer takes, as JSON text in UTF-8. No answer
+ * the input bounds allow comes near it (the largest, an agent with every
+ * field at its bound, is under 2.7 MB; docs/decisions.md, "Bounded storage"),
+ * so every answer is stored whole and replayed exactly. Checked where a
+ * record is written, here alone: an answer over it would mean a bound was
+ * lost, and it is refused rather than stored (IdempotencyRecordTooLarge).
+ */
+export const MAX_RECORD_BYTES = 4 * 1024 * 1024;
+
+/** An answer over MAX_RECORD_BYTES: not stored; its size is all that is told (the body may hold secrets). */
+export class IdempotencyRecordTooLarge extends Error {
+  constructor(readonly bytes: number) {
+    super(`the answer takes ${bytes} bytes, over the ${MAX_RECORD_BYTES} an idempotency record may store`);
+  }
+}
+
 export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['POST', 'PATCH']);
 const PURGE_BATCH_SIZE = 1000;
 
@@ -48,6 +65,11 @@ export function requestFingerprint(method: string, path: string, rawBody: Buffer
     .digest('hex');
 }
 
+/** The size a stored answer is bounded by: its JSON text in UTF-8, as it is written to the store. */
+export function recordBytes(body: unknown): number {
+  return Buffer.byteLength(JSON.stringify(body) ?? '');
+}
+
 /** Which outcomes a retry must get again (see docs/decisions.md, "Idempotency"). */
 export function isStorableStatus(status: number): boolean {
   if (status >= 200 && status < 300) return true;
@@ -67,8 +89,14 @@ export class IdempotencyService {
     return this.repository.findLive(orgId, key, now);
   }
 
-  /** Stores the outcome of the first request; false when another racer's record was kept. */
-  record(orgId: string, key: string, outcome: IdempotencyRecord, startedAt: Date): Promise<boolean> {
+  /**
+   * Stores the outcome of the first request; false when another racer's
+   * record was kept. Rejects with IdempotencyRecordTooLarge, storing nothing,
+   * when the answer is over MAX_RECORD_BYTES.
+   */
+  async record(orgId: string, key: string, outcome: IdempotencyRecord, startedAt: Date): Promise<boolean> {
+    const bytes = recordBytes(outcome.body);
+    if (bytes > MAX_RECORD_BYTES) throw new IdempotencyRecordTooLarge(bytes);
     return this.repository.save(orgId, {
       key,
       ...outcome,

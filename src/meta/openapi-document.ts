@@ -96,7 +96,7 @@ const OPENAPI_POST_PROCESSING: ReadonlyArray<{ name: string; apply(document: Ope
   { name: 'OpenAPI 3.1: `nullable` becomes a type array or a oneOf with null', apply: toOpenApi31 },
   { name: 'the one server is the public API (x-internal: false)', apply: markServersPublic },
   { name: '@Public() operations need no security', apply: dropSecurityOfPublicOperations },
-  { name: 'request bodies: no defaults; 400/408/413/417/422/431 on every operation', apply: documentRequestBodies },
+  { name: 'request bodies: no defaults; 400/408/417/431 on every operation, 413/422 where a body is read', apply: documentRequestBodies },
   { name: 'request bodies: unknown fields refused, rules across fields', apply: documentBodyRules },
   { name: 'Idempotency-Key on every authenticated POST and PATCH', apply: documentIdempotency },
   { name: 'ETag, If-None-Match / 304 and If-Match / 412 where the routes declare them', apply: documentConditionalRequests },
@@ -127,7 +127,7 @@ function dropSecurityOfPublicOperations(document: OpenAPIObject): void {
 }
 
 type Schema = Record<string, Json>;
-type OperationObject = { requestBody?: { content?: Record<string, { schema?: Schema }> }; responses?: Record<string, Json> };
+type OperationObject = { requestBody?: { content?: Record<string, { schema?: Schema }> }; responses?: Record<string, Json>; security?: unknown[] };
 const OPERATION_METHODS = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'trace'];
 
 /** Every operation of the document, with its method and path. */
@@ -178,11 +178,13 @@ function stripDefaults(node: Json, found: (schema: Schema, value: Json) => void)
  *   every create — and, on a PATCH, silently reset it. Create schemas keep
  *   their defaults in the description ("Default: …"); update schemas
  *   (classes marked `@PartialUpdateBody()`) have none, because an omitted field is left unchanged.
- * - 413 `payload_too_large` and 408 `request_timeout` on every operation,
- *   and 422 for a malformed body on those that take none: every keyed
- *   request's body is read before routing reaches the pipe, within
- *   HTTP_REQUEST_TIMEOUT_MS (a public operation reads none, and answers
- *   neither; listed there too, as the one rule of the whole API).
+ * - 413 `payload_too_large`, and 422 for a malformed body on those that
+ *   take none, on every operation that takes a key: its body is read
+ *   before routing reaches the pipe. A public operation reads no body (it
+ *   is answered from its headers, request-hooks.ts), so it lists neither.
+ * - 408 `request_timeout` on every operation: headers not received within
+ *   HTTP_HEADERS_TIMEOUT_MS, whatever the path; on an operation that takes
+ *   a key, also a body not received within HTTP_REQUEST_TIMEOUT_MS.
  * - 400 `bad_request`, 417 `expectation_failed` and 431 `headers_too_large`
  *   on every operation: the HTTP parser and the request hooks answer them
  *   before routing (src/http/client-errors.ts), whatever the path.
@@ -195,15 +197,18 @@ function documentRequestBodies(document: OpenAPIObject): void {
       referencedSchemas(media.schema, used, components);
       stripDefaults(media.schema, () => undefined);
     }
-    // any request's body is read before routing (so an oversized or malformed one is refused
-    // the same way everywhere): every operation can answer these two, with or without a body of its own
+    // a keyed request's body is read before routing (so an oversized or malformed one is refused
+    // the same way everywhere), with or without a body of its own; a public one's never is
+    const readsBody = !(Array.isArray(operation.security) && operation.security.length === 0);
     const responses = (operation.responses ??= {});
     const errorEnvelope = { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } };
     responses['408'] ??= {
-      description: 'The request was not received within the server\'s request timeout (`request_timeout`, 30 s by default); the connection is closed.',
+      description: readsBody
+        ? 'The request was not received within the server\'s request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed.'
+        : 'The request headers were not received within the server\'s headers timeout (`request_timeout`, 15 s by default); the connection is closed.',
       content: errorEnvelope,
     };
-    responses['413'] ??= { description: 'Request body over 1 MiB (`payload_too_large`), whatever the method.', content: errorEnvelope };
+    if (readsBody) responses['413'] ??= { description: 'Request body over 1 MiB (`payload_too_large`), whatever the method.', content: errorEnvelope };
     responses['400'] ??= {
       description:
         'Not valid HTTP/1.1 (`bad_request`): a bare CR or other control byte in a header, `Content-Length` beside `Transfer-Encoding`, no `Host`, ' +
@@ -215,10 +220,12 @@ function documentRequestBodies(document: OpenAPIObject): void {
       description: 'The request headers exceed 16 KiB (`headers_too_large`); the connection is closed.',
       content: errorEnvelope,
     };
-    responses['422'] ??= {
-      description: 'Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON.',
-      content: errorEnvelope,
-    };
+    if (readsBody) {
+      responses['422'] ??= {
+        description: 'Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON.',
+        content: errorEnvelope,
+      };
+    }
   }
   const partialUpdates = partialUpdateBodySchemas();
   for (const name of used) {

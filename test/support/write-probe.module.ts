@@ -10,6 +10,7 @@ import { ApiEnvelope, ApiErrors } from '../../src/common/openapi';
 import type { AuthContext } from '../../src/common/request-context';
 import { DATABASE, type Database } from '../../src/database/database.types';
 import { agents } from '../../src/database/schema';
+import { MAX_RECORD_BYTES } from '../../src/idempotency/idempotency.service';
 
 /**
  * Test-only endpoints with real writes (rows of the `agents` table, with its
@@ -50,7 +51,9 @@ class ProbeService {
         .insert(agents)
         .values({ id: newId('agent'), orgId, handle: input.handle, name: input.name ?? input.handle })
         .returning();
-      return { id: row.id, handle: row.handle, name: row.name, created_at: row.createdAt.toISOString() };
+      // an answer over what an idempotency record may store (no real operation's comes near it)
+      const name = input.handle.startsWith('huge') ? 'x'.repeat(MAX_RECORD_BYTES) : row.name;
+      return { id: row.id, handle: row.handle, name, created_at: row.createdAt.toISOString() };
     } catch (error) {
       if (uniqueViolationConstraint(error) === 'agents_org_handle_unique') {
         throw new ApiError(ErrorCode.AgentHandleTaken, `The handle "${input.handle}" is taken.`);

@@ -1199,17 +1199,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request headers were not received within the server's headers timeout (`request_timeout`, 15 s by default); the connection is closed. */
             408: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
-            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1219,15 +1210,6 @@ export interface operations {
             };
             /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
             417: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1286,17 +1268,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request headers were not received within the server's headers timeout (`request_timeout`, 15 s by default); the connection is closed. */
             408: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Request body over 1 MiB (`payload_too_large`), whatever the method. */
-            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1306,15 +1279,6 @@ export interface operations {
             };
             /** @description An `Expect` header other than `100-continue` (`expectation_failed`). */
             417: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Validation failed (`validation_failed`): this operation takes no body, but a body sent with it must still be valid JSON. */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1441,7 +1405,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -1646,7 +1610,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -1855,7 +1819,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2073,7 +2037,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2343,7 +2307,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2571,7 +2535,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -2828,7 +2792,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3077,7 +3041,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3295,7 +3259,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3565,7 +3529,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -3793,7 +3757,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4050,7 +4014,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4299,7 +4263,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4517,7 +4481,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -4787,7 +4751,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5015,7 +4979,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5241,7 +5205,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5490,7 +5454,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5726,7 +5690,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -5978,7 +5942,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6209,7 +6173,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6420,7 +6384,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6669,7 +6633,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -6878,7 +6842,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -7127,7 +7091,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
@@ -7360,7 +7324,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default); the connection is closed. */
+            /** @description The request was not received within the server's request timeout (`request_timeout`, 30 s by default; its headers within 15 s); the connection is closed. */
             408: {
                 headers: {
                     /** @description Requests allowed in the more constraining window (per minute or per hour). */
