@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
+import { ClsModule } from 'nestjs-cls';
 import { AgentsModule } from './agents/agents.module';
 import { AuthenticationGuard } from './auth/authentication.guard';
 import { AuthorizationGuard } from './auth/authorization.guard';
@@ -49,6 +50,9 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
+        // the request context (common/request-context.ts): opened by the first request hook
+        // (src/http/request-hooks.ts), before anything Nest mounts would run, so no middleware
+        ClsModule.forRoot({ global: true, middleware: { mount: false } }),
         CoreModule.forRoot(config, logger),
         MetricsModule,
         DatabaseModule.forRoot(options.connection),

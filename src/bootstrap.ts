@@ -39,9 +39,9 @@ export function configureApp(app: INestApplication, logger: AppLogger): RequestT
   layer.logger = logger;
   layer.metrics = app.get(Metrics);
   const authentication = app.get(AuthenticationGuard);
-  layer.authenticate = (request) => authentication.authenticate(request);
+  layer.authenticate = (request, context) => authentication.authenticate(request, context);
   const tenants = app.get(TenantConcurrencyGuard);
-  layer.admit = (request) => tenants.admit(request);
+  layer.admit = (context) => tenants.admit(context);
   const routes: ServedRoute[] = [];
   SERVED_ROUTES.set(app, routes);
   fastify.addHook('onRoute', (route) => {
@@ -51,7 +51,7 @@ export function configureApp(app: INestApplication, logger: AppLogger): RequestT
     }
   });
   installRequestHooks(fastify, layer, app.get<AppConfig>(APP_CONFIG).dbStatementTimeoutMs);
-  installBodyParser(fastify, layer.connections);
+  installBodyParser(fastify, layer.connections, layer.tracker);
 
   // the probes are not part of the v1 API: an orchestrator finds them at /healthz and /readyz
   app.setGlobalPrefix(API_PREFIX, { exclude: PROBE_PATHS.map((path) => ({ path, method: RequestMethod.GET })) });

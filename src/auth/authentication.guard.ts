@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { ApiError, ErrorCode } from '../common/api-error';
-import type { RequestContext } from '../common/request-context';
+import { requestContext, type AuthContext, type HttpRequest, type RequestStore } from '../common/request-context';
 import { KeyedSlots } from '../common/tenant-concurrency';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { remainingMs } from '../database/request-scope';
@@ -10,8 +10,8 @@ import { RouteAccess } from './route-access';
 
 /**
  * The first of the three access guards (registered in order in
- * app.module.ts): who is calling. Sets `request.auth` for a valid key, or
- * `request.authFailure` for a missing or bad one; it refuses nothing itself
+ * app.module.ts): who is calling. Sets the request context's `auth` for a
+ * valid key, or `authFailure` for a missing or bad one; it refuses nothing itself
  * (the 401 comes from the authorization guard, after the rate-limit guard
  * counted the request, so key guessing is throttled).
  *
@@ -42,28 +42,29 @@ export class AuthenticationGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     if (this.access.isOpen(context)) return true;
-    const request = context.switchToHttp().getRequest<RequestContext>();
-    if (request.authError !== undefined) throw request.authError;
-    if (request.auth !== undefined || request.authFailure !== undefined) return true;
-    const pending = this.authenticate(request);
+    const request = context.switchToHttp().getRequest<HttpRequest>();
+    const caller = requestContext();
+    if (caller.authError !== undefined) throw caller.authError;
+    if (caller.auth !== undefined || caller.authFailure !== undefined) return true;
+    const pending = this.authenticate(request, caller);
     return pending === undefined ? true : pending.then(() => true);
   }
 
   /**
-   * Who is calling: sets `request.auth` or `request.authFailure`; a promise
+   * Who is calling: sets `auth` or `authFailure` of the request's context; a promise
    * when the key must be looked up, which rejects only when the lookup
    * cannot be made (the database, or the queue of a spent client: 503).
    */
-  authenticate(request: RequestContext): Promise<void> | undefined {
+  authenticate(request: CallerAddress, caller: RequestStore): Promise<void> | undefined {
     const authorization = request.headers.authorization;
     const known = this.keys.authenticateFromMemory(authorization);
-    if (known !== undefined) return void identify(request, known);
+    if (known !== undefined) return void identify(caller, known);
     // within the request's database deadline (the HTTP layer sets one around this call)
     const lookup = () =>
       this.keys.authenticate(authorization).then(
-        (auth) => identify(request, auth),
+        (auth) => identify(caller, auth),
         (error: unknown) => {
-          if (error instanceof AuthenticationFailure) return identify(request, error);
+          if (error instanceof AuthenticationFailure) return identify(caller, error);
           throw error;
         },
       );
@@ -76,9 +77,12 @@ export class AuthenticationGuard implements CanActivate {
   }
 }
 
-function identify(request: RequestContext, caller: RequestContext['auth'] | AuthenticationFailure): void {
-  if (caller instanceof AuthenticationFailure) request.authFailure = caller;
-  else request.auth = caller;
+/** What the key check reads of the request: the key, and the client's address (the budget for wrong keys). */
+type CallerAddress = Pick<HttpRequest, 'headers' | 'ip' | 'socket'>;
+
+function identify(context: RequestStore, caller: AuthContext | AuthenticationFailure): void {
+  if (caller instanceof AuthenticationFailure) context.authFailure = caller;
+  else context.auth = caller;
 }
 
 /** The queue of a spent client's lookups did not move within the request's deadline: a capacity answer, like a busy tenant's. */

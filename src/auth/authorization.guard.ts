@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { ApiError, ErrorCode } from '../common/api-error';
-import type { AuthContext, RequestContext } from '../common/request-context';
+import { requestContext, type AuthContext, type HttpRequest } from '../common/request-context';
 import { Metrics } from '../metrics/metrics';
 import { RouteAccess } from './route-access';
 
@@ -42,13 +42,14 @@ export class AuthorizationGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean {
     if (this.access.isOpen(context)) return true;
-    const request = context.switchToHttp().getRequest<RequestContext>();
-    if (request.authFailure) {
-      this.metrics.authFailure(request.authFailure.reason);
-      throw request.authFailure;
+    const request = context.switchToHttp().getRequest<HttpRequest>();
+    const caller = requestContext();
+    if (caller.authFailure) {
+      this.metrics.authFailure(caller.authFailure.reason);
+      throw caller.authFailure;
     }
     // the authentication guard always sets one of the two
-    authorize(request.auth!, this.access.of(context).scope, request.method);
+    authorize(caller.auth!, this.access.of(context).scope, request.method);
     return true;
   }
 }

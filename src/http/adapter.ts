@@ -4,8 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError, ErrorCode } from '../common/api-error';
 import type { AppLogger } from '../common/logger';
-import type { RequestContext } from '../common/request-context';
-import { parseQueryString } from '../common/request-context';
+import { parseQueryString, type HttpRequest, type RequestStore } from '../common/request-context';
 import { DEFAULT_HTTP_LIMITS, type AppConfig } from '../config/config';
 import type { Metrics } from '../metrics/metrics';
 import { answerClientError, answerConnect, type ClientErrorContext } from './client-errors';
@@ -41,9 +40,9 @@ export interface HttpLayer {
    * the authentication guard's step, run before the body is read on a route
    * that takes a key (request-hooks.ts); set by configureApp
    */
-  authenticate?: (request: RequestContext) => Promise<void> | undefined;
+  authenticate?: (request: Pick<HttpRequest, 'headers' | 'ip' | 'socket'>, context: RequestStore) => Promise<void> | undefined;
   /** the tenant concurrency guard's step, for a request with a valid key that sends a body; set by configureApp */
-  admit?: (request: RequestContext) => Promise<void> | undefined;
+  admit?: (context: RequestStore) => Promise<void> | undefined;
 }
 
 const LAYERS = new WeakMap<FastifyInstance, HttpLayer>();
@@ -58,7 +57,7 @@ export function httpLayerOf(fastify: FastifyInstance): HttpLayer {
 /**
  * The HTTP platform: Nest's Fastify adapter (docs/decisions.md says why).
  * The files of src/http/ are the only ones that know it; everything else
- * works through Nest's abstractions and {@link RequestContext}.
+ * works through Nest's abstractions, {@link HttpRequest} and the request context.
  */
 export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAULT_HTTP_LIMITS): FastifyAdapter {
   // eslint-disable-next-line prefer-const -- the handlers below run once the layer exists
@@ -101,9 +100,9 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
     // the router refuses a path it cannot percent-decode before any hook:
     // such a path names no resource (404); it still gets a request id and its log line
     frameworkErrors: (_error: Error, request: FastifyRequest, reply: FastifyReply) => {
-      startRequest(layer, request, reply);
-      reply.raw.once('finish', () => endRequest(layer, request, reply));
-      answerInHook(request, reply, new ApiError(ErrorCode.NotFound, 'No resource has this path: it is not valid percent-encoding.'));
+      const context = startRequest(layer, request, reply);
+      reply.raw.once('finish', () => endRequest(layer, context, request, reply));
+      answerInHook(context, reply, new ApiError(ErrorCode.NotFound, 'No resource has this path: it is not valid percent-encoding.'));
     },
   });
   const fastify = adapter.getInstance() as FastifyInstance;

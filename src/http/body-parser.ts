@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { RequestContext } from '../common/request-context';
 import type { ConnectionLimiter } from './connection-limits';
+import type { RequestTracker } from './request-tracker';
 import { isJsonContentType, MAX_BODY_BYTES, parseJsonBody, readBody } from './request-body';
 
 /**
@@ -15,14 +15,14 @@ import { isJsonContentType, MAX_BODY_BYTES, parseJsonBody, readBody } from './re
  * (401, 429, a public route's answer, 404), so it costs no decompression,
  * parsing or validation, and a slow body is not waited for.
  */
-export function installBodyParser(fastify: FastifyInstance, connections: ConnectionLimiter): void {
+export function installBodyParser(fastify: FastifyInstance, connections: ConnectionLimiter, tracker: RequestTracker): void {
   for (const method of ['GET', 'HEAD', 'DELETE', 'OPTIONS']) fastify.addHttpMethod(method, { hasBody: true, overrideExisting: true });
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', (request: FastifyRequest, payload, done) => {
-    const ctx = request as unknown as RequestContext;
-    if (ctx.auth === undefined || ctx.tenantRefusal !== undefined) return done(null, undefined);
+    const context = tracker.contextOf(request);
+    if (context.auth === undefined || context.tenantRefusal !== undefined) return done(null, undefined);
     const parse = (bytes: Buffer) => {
-      (request as unknown as RequestContext).rawBody = bytes;
+      context.rawBody = bytes;
       const contentType = request.headers['content-type'];
       if (!isJsonContentType(contentType)) return done(null, bytes);
       try {

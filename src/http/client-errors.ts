@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { renderErrorBody } from '../common/error-body';
 import { requestLineLogger, type AppLogger } from '../common/logger';
-import { pathOf, REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from '../common/request-context';
+import { pathOf, REQUEST_ID_HEADER, requestLogFields, resolveRequestId } from '../common/request-context';
 import { UNMATCHED_ROUTE, type Metrics } from '../metrics/metrics';
 import type { RequestTracker } from './request-tracker';
 
@@ -45,11 +45,11 @@ export function answerClientError(context: ClientErrorContext, error: Error & { 
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const open = context.tracker.unanswered(socket);
   const apiError = clientApiError(error.code);
-  const requestId = open ? (open.request as unknown as RequestContext).requestId : resolveRequestId(undefined);
+  const requestId = open ? open.context.requestId : resolveRequestId(undefined);
   // without a request the parser cut it at its headers: that is how long it took, for a timeout
   const elapsedMs = open ? open.reply.elapsedTime : apiError.code === ErrorCode.RequestTimeout ? context.headersTimeoutMs : 0;
   const fields = {
-    ...(open ? requestLogFields(open.request as unknown as RequestContext, apiError.status, elapsedMs) : { request_id: requestId, status: apiError.status }),
+    ...(open ? requestLogFields(open.context, open.request, apiError.status, elapsedMs) : { request_id: requestId, status: apiError.status }),
     client_error: error.code,
   };
   if (apiError.code === ErrorCode.RequestTimeout) {

@@ -3,8 +3,8 @@ import { resolveTraceId } from '../../libs/trace-context/trace-context';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { renderErrorBody } from '../common/error-body';
 import { requestLineLogger } from '../common/logger';
-import { REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from '../common/request-context';
-import { runWithRequestDeadline } from '../database/request-scope';
+import { REQUEST_ID_HEADER, requestLogFields, resolveRequestId, runInRequestContext, type RequestStore } from '../common/request-context';
+import { startDatabaseDeadline } from '../database/request-scope';
 import { UNMATCHED_ROUTE } from '../metrics/metrics';
 import type { HttpLayer } from './adapter';
 import { takesKey } from './route-flags';
@@ -22,22 +22,29 @@ const SECURITY_HEADERS: Record<string, string> = {
   'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
 };
 
-/** The request id and trace id, on the request and the response; the request is tracked from here. */
-export function startRequest(layer: HttpLayer, request: FastifyRequest, reply: FastifyReply): void {
-  const ctx = request as unknown as RequestContext;
-  ctx.requestId = resolveRequestId(request.headers['x-request-id']);
-  ctx.traceId = resolveTraceId(request.headers.traceparent);
-  layer.tracker.started(request, reply);
-  void reply.header(REQUEST_ID_HEADER, ctx.requestId).headers(SECURITY_HEADERS);
+/**
+ * The request's context (its id, its trace id), its id on the response; the
+ * request is tracked from here. The caller runs the rest of the request in
+ * the context returned.
+ */
+export function startRequest(layer: HttpLayer, request: FastifyRequest, reply: FastifyReply): RequestStore {
+  const context: RequestStore = {
+    requestId: resolveRequestId(request.headers['x-request-id']),
+    traceId: resolveTraceId(request.headers.traceparent),
+    databaseDeadline: null,
+  };
+  layer.tracker.started(request, reply, context);
+  void reply.header(REQUEST_ID_HEADER, context.requestId).headers(SECURITY_HEADERS);
+  return context;
 }
 
 /**
  * The end of every request, routed or not: its one log line, and the HTTP
  * metrics by route template (`unmatched` when no route matched).
  */
-export function endRequest(layer: HttpLayer, request: FastifyRequest, reply: FastifyReply): void {
+export function endRequest(layer: HttpLayer, context: RequestStore, request: FastifyRequest, reply: FastifyReply): void {
   const elapsedMs = reply.elapsedTime;
-  requestLineLogger(layer.logger).info(requestLogFields(request as unknown as RequestContext, reply.statusCode, elapsedMs), 'request');
+  requestLineLogger(layer.logger).info(requestLogFields(context, request, reply.statusCode, elapsedMs), 'request');
   layer.metrics?.observeRequest(request.method, request.routeOptions.url ?? UNMATCHED_ROUTE, reply.statusCode, elapsedMs / 1000);
 }
 
@@ -46,12 +53,12 @@ export function endRequest(layer: HttpLayer, request: FastifyRequest, reply: Fas
  * exception filter writes. `closeConnection` when what follows on the
  * connection (an unread body) cannot be trusted to be the next request.
  */
-export function answerInHook(request: FastifyRequest, reply: FastifyReply, error: ApiError, closeConnection = false): void {
+export function answerInHook(context: RequestStore, reply: FastifyReply, error: ApiError, closeConnection = false): void {
   if (closeConnection) void reply.header('Connection', 'close');
   void reply
     .code(error.status)
     .type('application/json; charset=utf-8')
-    .send(JSON.stringify(renderErrorBody(error, (request as unknown as RequestContext).requestId)));
+    .send(JSON.stringify(renderErrorBody(error, context.requestId)));
 }
 
 /**
@@ -124,21 +131,19 @@ function noSuchMethod(): ApiError {
  * key's and organization's slots; a refusal stays on the request for the
  * tenant guard, in its place. A promise while either waits.
  */
-function admitBeforeBody(layer: HttpLayer, request: FastifyRequest, dbStatementTimeoutMs: number): Promise<void> | undefined {
+function admitBeforeBody(layer: HttpLayer, context: RequestStore, request: FastifyRequest, dbStatementTimeoutMs: number): Promise<void> | undefined {
   if (!layer.authenticate || !takesKey(request)) return undefined;
-  const ctx = request as unknown as RequestContext;
   const admit = (): Promise<void> | undefined => {
-    if (ctx.auth === undefined || !layer.admit || !announcesBody(request)) return undefined;
-    return layer.admit(ctx)?.catch((refusal: unknown) => {
-      ctx.tenantRefusal = refusal;
+    if (context.auth === undefined || !layer.admit || !announcesBody(request)) return undefined;
+    return layer.admit(context)?.catch((refusal: unknown) => {
+      context.tenantRefusal = refusal;
     });
   };
-  return runWithRequestDeadline(dbStatementTimeoutMs, () => {
-    const authenticating = layer.authenticate!(ctx)?.catch((error: unknown) => {
-      ctx.authError = error;
-    });
-    return authenticating ? authenticating.then(admit) : admit();
+  startDatabaseDeadline(context, dbStatementTimeoutMs);
+  const authenticating = layer.authenticate(request, context)?.catch((error: unknown) => {
+    context.authError = error;
   });
+  return authenticating ? authenticating.then(admit) : admit();
 }
 
 /** Does the request announce a body (a non-zero Content-Length, or chunks)? */
@@ -171,28 +176,31 @@ function announcesBody(request: FastifyRequest): boolean {
  * 5. `onResponse`: the one log line and the HTTP metrics.
  */
 export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, dbStatementTimeoutMs: number): void {
-  fastify.decorateRequest('requestId', '');
-  fastify.decorateRequest('traceId', '');
   fastify.addHook('onRequest', (request, reply, done) => {
-    startRequest(layer, request, reply);
-    const refusal = protocolRefusal(request);
-    if (refusal) return answerInHook(request, reply, refusal, true);
-    if (request.routeOptions.url === undefined && !layer.servedMethods.has(request.method)) return answerInHook(request, reply, noSuchMethod(), announcesBody(request));
-    const admitting = admitBeforeBody(layer, request, dbStatementTimeoutMs);
-    if (admitting) void admitting.then(() => done());
-    else done();
+    const context = startRequest(layer, request, reply);
+    // every later hook, the body reader and Nest's pipeline run in this context
+    runInRequestContext(context, () => {
+      const refusal = protocolRefusal(request);
+      if (refusal) return answerInHook(context, reply, refusal, true);
+      if (request.routeOptions.url === undefined && !layer.servedMethods.has(request.method)) {
+        return answerInHook(context, reply, noSuchMethod(), announcesBody(request));
+      }
+      const admitting = admitBeforeBody(layer, context, request, dbStatementTimeoutMs);
+      if (admitting) void admitting.then(() => done());
+      else done();
+    });
   });
   fastify.addHook('preHandler', (request, _reply, done) => {
     layer.tracker.handling(request);
-    runWithRequestDeadline(dbStatementTimeoutMs, () => done());
+    startDatabaseDeadline(layer.tracker.contextOf(request), dbStatementTimeoutMs);
+    done();
   });
   fastify.addHook('onSend', (request, _reply, payload, done) => {
-    const ctx = request as unknown as RequestContext;
-    ctx.releaseTenantSlots?.();
+    layer.tracker.contextOf(request).releaseTenantSlots?.();
     done(null, payload);
   });
   fastify.addHook('onResponse', (request, reply, done) => {
-    endRequest(layer, request, reply);
+    endRequest(layer, layer.tracker.contextOf(request), request, reply);
     done();
   });
 }

@@ -1,7 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { RouteAccess } from '../auth/route-access';
-import type { RequestContext } from '../common/request-context';
+import { requestContext, type HttpRequest } from '../common/request-context';
 import { Metrics } from '../metrics/metrics';
 import { RateLimiter, type RateDecision } from './rate-limiter';
 
@@ -39,8 +39,9 @@ export class RateLimitGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     if (this.access.isOpen(context)) return true;
     const http = context.switchToHttp();
-    const request = http.getRequest<RequestContext>();
-    const subject = request.auth ? { auth: request.auth } : { clientAddress: request.ip ?? request.socket?.remoteAddress };
+    const request = http.getRequest<HttpRequest>();
+    const { auth } = requestContext();
+    const subject = auth ? { auth } : { clientAddress: request.ip ?? request.socket?.remoteAddress };
     const apply = (decision: RateDecision): true => {
       this.headers.apply(http.getResponse<unknown>(), decision);
       return true;
