@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { parse as parseQuery } from 'node:querystring';
 import { ClsServiceManager, type ClsStore } from 'nestjs-cls';
 import type { AuthenticationFailure } from '../auth/api-keys.service';
-import type { OpenTransaction } from '../database/request-scope';
 
 /** Who is calling, once the authentication guard found a valid key. */
 export interface AuthContext {
@@ -44,8 +43,6 @@ export interface RequestStore extends ClsStore {
    * included) ends; null: only the per-query bound applies
    */
   databaseDeadline: number | null;
-  /** the transaction `DatabaseConnection.transaction` opened, if any (src/database/request-scope.ts) */
-  databaseTransaction?: OpenTransaction;
 }
 
 /** The context of the request being served, or undefined outside one (jobs, the CLI, start-up). */

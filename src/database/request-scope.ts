@@ -18,17 +18,21 @@ export interface OpenTransaction {
   open: boolean;
 }
 
+/** Where the open transaction is kept in the context: the database layer's own key. */
+const TRANSACTION = Symbol('open database transaction');
+
 /** The transaction open in the current context, if any. */
 export function openTransaction(): OpenTransaction | null {
-  const transaction = activeRequestContext()?.databaseTransaction;
+  const cls = ClsServiceManager.getClsService();
+  const transaction = cls.isActive() ? (cls.get(TRANSACTION) as OpenTransaction | undefined) : undefined;
   return transaction?.open ? transaction : null;
 }
 
 /** Runs `fn` with `transaction` open: a child of the current context (the request's, if any), which it inherits. */
 export function runInTransaction<T>(transaction: OpenTransaction, fn: () => T): T {
-  const cls = ClsServiceManager.getClsService<RequestStore>();
+  const cls = ClsServiceManager.getClsService();
   return cls.run({ ifNested: 'inherit' }, () => {
-    cls.get().databaseTransaction = transaction;
+    cls.set(TRANSACTION, transaction);
     return fn();
   });
 }
