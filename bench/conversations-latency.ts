@@ -13,7 +13,8 @@ import { newId } from '../libs/ids/ids';
 import type { ConversationFilters } from '../src/conversations/conversations.filters';
 import { AppModule } from '../src/app.module';
 import { ApiKeysService } from '../src/auth/api-keys.service';
-import { APP_OPTIONS, configureApp, createHttpAdapter } from '../src/bootstrap';
+import { APP_OPTIONS, composeHttpApp } from '../src/http-app';
+import { createHttpAdapter } from '../src/http/adapter';
 import { createLogger } from '../src/common/logger';
 import { loadConfig } from '../src/config/config';
 import { ConversationsRepository } from '../src/conversations/conversations.repository';
@@ -110,7 +111,7 @@ async function main(): Promise<void> {
   const config = loadConfig({ LOG_LEVEL: 'error' }, { pgliteDir: 'memory', jobsEnabled: false });
   const logger = createLogger(config);
   const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection }), createHttpAdapter(logger), { ...APP_OPTIONS, logger: false });
-  configureApp(app, logger);
+  composeHttpApp(app, logger);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as { port: number };
   const key = await app.get(ApiKeysService).create({ orgId, label: 'bench', scopes: ['conversations:read'] });

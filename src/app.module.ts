@@ -3,8 +3,6 @@ import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { ClsModule } from 'nestjs-cls';
 import { AgentsModule } from './agents/agents.module';
-import { AuthenticationGuard } from './auth/authentication.guard';
-import { AuthorizationGuard } from './auth/authorization.guard';
 import { AuthModule } from './auth/auth.module';
 import { ChatbotsModule } from './chatbots/chatbots.module';
 import { CoreModule } from './common/core.module';
@@ -13,13 +11,17 @@ import { ConnectorsModule } from './connectors/connectors.module';
 import { ConversationsModule } from './conversations/conversations.module';
 import { EnvelopeInterceptor } from './common/envelope';
 import { ErrorEnvelopeFilter } from './common/error.filter';
-import { TenantConcurrencyGuard } from './common/tenant-concurrency';
 import type { AppLogger } from './common/logger';
 import { ApiValidationPipe } from './common/validation';
 import type { AppConfig } from './config/config';
 import type { DatabaseConnection } from './database/connection';
 import { DatabaseModule } from './database/database.module';
 import { FixturesModule } from './fixtures/fixtures.module';
+import { AuthenticationGuard } from './guards/authentication.guard';
+import { AuthorizationGuard } from './guards/authorization.guard';
+import { GuardsModule } from './guards/guards.module';
+import { RateLimitGuard } from './guards/rate-limit.guard';
+import { TenantConcurrencyGuard } from './guards/tenant-concurrency.guard';
 import { HealthModule } from './health/health.module';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { EntityTagInterceptor } from './conditional/entity-tag.interceptor';
@@ -28,7 +30,6 @@ import { IdempotencyModule } from './idempotency/idempotency.module';
 import { MetaModule } from './meta/meta.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { OrgsModule } from './orgs/orgs.module';
-import { RateLimitGuard } from './rate-limit/rate-limit.guard';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { SourcesModule } from './sources/sources.module';
 import { TeamModule } from './team/team.module';
@@ -59,6 +60,7 @@ export class AppModule {
         ...(config.jobsEnabled ? [ScheduleModule.forRoot()] : []),
         AuthModule,
         RateLimitModule,
+        GuardsModule,
         IdempotencyModule,
         MetaModule,
         HealthModule,
@@ -75,14 +77,14 @@ export class AppModule {
         AnalyticsModule,
       ],
       providers: [
-        // the guards, which run in registration order: who is calling (the key) → counted against
-        // their budget (429) → may they (401 for a missing or bad key, then scope and organization
-        // status: 403) → a slot among their tenant's requests in progress (waits, or 503).
-        // A new guard goes here, in its place in that order.
-        { provide: APP_GUARD, useExisting: AuthenticationGuard },
+        // the guards (src/guards/), which run in registration order: counted against the caller's
+        // budget (429; the key was checked by the first request hook, so a bad key counts against
+        // its client address and key guessing is throttled) → who is calling (401 for a missing or
+        // bad key) → may they (scope and organization status: 403) → a slot among their tenant's
+        // requests in progress (waits, or 503). A new guard goes here, in its place in that order.
         { provide: APP_GUARD, useExisting: RateLimitGuard },
+        { provide: APP_GUARD, useExisting: AuthenticationGuard },
         { provide: APP_GUARD, useExisting: AuthorizationGuard },
-        TenantConcurrencyGuard,
         { provide: APP_GUARD, useExisting: TenantConcurrencyGuard },
         { provide: APP_PIPE, useClass: ApiValidationPipe },
         // interceptors nest in registration order: the ETag outermost, so a

@@ -4,7 +4,9 @@ import type { INestApplication } from '@nestjs/common';
 import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
-import { APP_OPTIONS, configureApp, createHttpAdapter, initApp, type InFlightRequest, type RequestTracker } from './bootstrap';
+import { APP_OPTIONS, composeHttpApp, initApp } from './http-app';
+import { createHttpAdapter } from './http/adapter';
+import type { InFlightRequest, RequestTracker } from './http/request-tracker';
 import { createLogger, flushLogger, PinoNestLogger, type AppLogger } from './common/logger';
 import { API_PREFIX } from './common/api-paths';
 import { HealthService } from './health/health.service';
@@ -154,7 +156,7 @@ export async function runServer(config: AppConfig): Promise<void> {
     logger: new PinoNestLogger(logger),
     abortOnError: false,
   });
-  const tracker = configureApp(app, logger);
+  const tracker = composeHttpApp(app, logger);
   await initApp(app);
   // SEED_FILE (and the first-run demo) are loaded before the port opens
   let startup: StartupFixtureResult;

@@ -27,7 +27,7 @@ export type HttpLimits = Pick<
 /**
  * What the HTTP layer keeps per server: made with the adapter (the parser's
  * and the connections' handlers need it before the app exists), completed
- * by configureApp with the app's metrics.
+ * by composeHttpApp with the app's metrics.
  */
 export interface HttpLayer {
   logger: AppLogger;
@@ -38,10 +38,10 @@ export interface HttpLayer {
   servedMethods: Set<string>;
   /**
    * the authentication guard's step, run before the body is read on a route
-   * that takes a key (request-hooks.ts); set by configureApp
+   * that takes a key (request-hooks.ts); set by composeHttpApp
    */
   authenticate?: (request: Pick<HttpRequest, 'headers' | 'ip' | 'socket'>, context: RequestStore) => Promise<void> | undefined;
-  /** the tenant concurrency guard's step, for a request with a valid key that sends a body; set by configureApp */
+  /** the tenant concurrency guard's step, for a request with a valid key that sends a body; set by composeHttpApp */
   admit?: (context: RequestStore) => Promise<void> | undefined;
 }
 

@@ -24,7 +24,7 @@ function clientApiError(code: string | undefined): ApiError {
 export interface ClientErrorContext {
   logger: AppLogger;
   tracker: Pick<RequestTracker, 'unanswered'>;
-  /** the app's metrics, once configureApp ran (the adapter exists before the app) */
+  /** the app's metrics, once composeHttpApp ran (the adapter exists before the app) */
   metrics(): Metrics | undefined;
   /** how long a client has for its headers: how long a request cut before them took */
   headersTimeoutMs: number;

@@ -6,7 +6,8 @@ import { Writable } from 'node:stream';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
 import { AppModule } from '../../src/app.module';
-import { APP_OPTIONS, configureApp, createHttpAdapter, initApp } from '../../src/bootstrap';
+import { APP_OPTIONS, composeHttpApp, initApp } from '../../src/http-app';
+import { createHttpAdapter } from '../../src/http/adapter';
 import { createLogger, type AppLogger } from '../../src/common/logger';
 import { loadConfig, type AppConfig } from '../../src/config/config';
 import { DatabaseConnection, PGLITE_EXTENSIONS } from '../../src/database/connection';
@@ -83,7 +84,7 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}, options:
     .setLogger(false as never)
     .compile();
   const app = moduleRef.createNestApplication(createHttpAdapter(logger, config), APP_OPTIONS);
-  configureApp(app, logger);
+  composeHttpApp(app, logger);
   try {
     await initApp(app);
   } catch (error) {

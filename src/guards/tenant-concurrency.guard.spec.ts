@@ -1,8 +1,8 @@
 import type { AppConfig } from '../config/config';
 import { Metrics } from '../metrics/metrics';
-import { ApiError } from './api-error';
-import { runInRequestContext, type RequestStore } from './request-context';
-import { KeyedSlots, TenantConcurrencyGuard } from './tenant-concurrency';
+import { ApiError } from '../common/api-error';
+import { runInRequestContext, type RequestStore } from '../common/request-context';
+import { KeyedSlots, TenantConcurrencyGuard } from './tenant-concurrency.guard';
 
 describe('KeyedSlots', () => {
   it('gives out `limit` slots per name, hands a released slot to the oldest waiter, and forgets idle names', async () => {

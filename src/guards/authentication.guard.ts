@@ -1,19 +1,19 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { requestContext, type AuthContext, type HttpRequest, type RequestStore } from '../common/request-context';
-import { KeyedSlots } from '../common/tenant-concurrency';
+import { KeyedSlots } from './tenant-concurrency.guard';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { remainingMs } from '../database/request-scope';
 import { clientKey, RateLimiter } from '../rate-limit/rate-limiter';
-import { ApiKeysService, AuthenticationFailure } from './api-keys.service';
-import { RouteAccess } from './route-access';
+import { ApiKeysService, AuthenticationFailure } from '../auth/api-keys.service';
+import { RouteAccess } from '../auth/route-access';
+import { Metrics } from '../metrics/metrics';
 
 /**
- * The first of the three access guards (registered in order in
- * app.module.ts): who is calling. Sets the request context's `auth` for a
- * valid key, or `authFailure` for a missing or bad one; it refuses nothing itself
- * (the 401 comes from the authorization guard, after the rate-limit guard
- * counted the request, so key guessing is throttled).
+ * The second guard (registered in order in app.module.ts): who is calling.
+ * Answers 401 for a missing or bad key (the rate-limit guard before it has
+ * counted the request against its client address, so key guessing is
+ * throttled), and 503 when the key could not be checked.
  *
  * The key is checked once per request, by {@link authenticate}: the HTTP
  * layer calls it before the body is read (src/http/request-hooks.ts), so
@@ -37,6 +37,7 @@ export class AuthenticationGuard implements CanActivate {
     private readonly access: RouteAccess,
     private readonly keys: ApiKeysService,
     private readonly limiter: RateLimiter,
+    private readonly metrics: Metrics,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -44,10 +45,20 @@ export class AuthenticationGuard implements CanActivate {
     if (this.access.isOpen(context)) return true;
     const request = context.switchToHttp().getRequest<HttpRequest>();
     const caller = requestContext();
-    if (caller.authError !== undefined) throw caller.authError;
-    if (caller.auth !== undefined || caller.authFailure !== undefined) return true;
+    if (caller.auth !== undefined || caller.authFailure !== undefined || caller.authError !== undefined) return this.answer(caller);
+    // a route the request hooks did not check the key of (one closed to every key)
     const pending = this.authenticate(request, caller);
-    return pending === undefined ? true : pending.then(() => true);
+    return pending === undefined ? this.answer(caller) : pending.then(() => this.answer(caller));
+  }
+
+  /** Lets a caller with a valid key through; otherwise its 401, or the 503 of a key that could not be checked. */
+  private answer(caller: RequestStore): true {
+    if (caller.authError !== undefined) throw caller.authError;
+    if (caller.authFailure !== undefined) {
+      this.metrics.authFailure(caller.authFailure.reason);
+      throw caller.authFailure;
+    }
+    return true;
   }
 
   /**

@@ -2,8 +2,8 @@ import { RequestMethod, type INestApplication, type NestApplicationOptions } fro
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
 import type { AppLogger } from './common/logger';
-import { AuthenticationGuard } from './auth/authentication.guard';
-import { TenantConcurrencyGuard } from './common/tenant-concurrency';
+import { AuthenticationGuard } from './guards/authentication.guard';
+import { TenantConcurrencyGuard } from './guards/tenant-concurrency.guard';
 import { Metrics } from './metrics/metrics';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { API_PREFIX } from './common/api-paths';
@@ -15,9 +15,6 @@ import { serveApiReference } from './http/api-reference';
 import { installBodyParser } from './http/body-parser';
 import { installRequestHooks } from './http/request-hooks';
 import type { RequestTracker } from './http/request-tracker';
-
-export { createHttpAdapter } from './http/adapter';
-export type { InFlightRequest, RequestTracker } from './http/request-tracker';
 
 /** Options every app instance is created with (server and tests alike): the body is read by src/http/body-parser.ts. */
 export const APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
@@ -33,7 +30,7 @@ function fastifyOf(app: INestApplication): FastifyInstance {
  * request, in order, is in docs/decisions.md ("The lifecycle of a request").
  * Returns the tracker of requests in flight (shutdown reads it).
  */
-export function configureApp(app: INestApplication, logger: AppLogger): RequestTracker {
+export function composeHttpApp(app: INestApplication, logger: AppLogger): RequestTracker {
   const fastify = fastifyOf(app);
   const layer = httpLayerOf(fastify);
   layer.logger = logger;

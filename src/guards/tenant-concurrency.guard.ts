@@ -2,8 +2,8 @@ import { Inject, Injectable, type CanActivate } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { remainingMs } from '../database/request-scope';
 import { Metrics } from '../metrics/metrics';
-import { ApiError, ErrorCode } from './api-error';
-import { requestContext, type RequestStore } from './request-context';
+import { ApiError, ErrorCode } from '../common/api-error';
+import { requestContext, type RequestStore } from '../common/request-context';
 
 /** A request that waited its whole budget for a slot: the same answer as a saturated database. */
 function busy(who: 'organization' | 'key', limit: number): ApiError {
