@@ -28,6 +28,7 @@ import { EntityTagInterceptor } from './conditional/entity-tag.interceptor';
 import { PreconditionInterceptor } from './conditional/precondition.interceptor';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { MetaModule } from './meta/meta.module';
+import type { Metrics } from './metrics/metrics';
 import { MetricsModule } from './metrics/metrics.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
@@ -37,6 +38,8 @@ import { TriggersModule } from './triggers/triggers.module';
 import { AnalyticsModule } from './analytics/analytics.module';
 
 interface AppModuleOptions {
+  /** the metrics registry, the one the HTTP adapter was given too (`metricsFor(config)`) */
+  metrics: Metrics;
   /** an open connection to use instead of opening one from the config (tests) */
   connection?: DatabaseConnection;
 }
@@ -47,7 +50,7 @@ interface AppModuleOptions {
  */
 @Module({})
 export class AppModule {
-  static forRoot(config: AppConfig, logger: AppLogger, options: AppModuleOptions = {}): DynamicModule {
+  static forRoot(config: AppConfig, logger: AppLogger, options: AppModuleOptions): DynamicModule {
     return {
       module: AppModule,
       imports: [
@@ -55,7 +58,7 @@ export class AppModule {
         // (src/http/request-hooks.ts), before anything Nest mounts would run, so no middleware
         ClsModule.forRoot({ global: true, middleware: { mount: false } }),
         CoreModule.forRoot(config, logger),
-        MetricsModule,
+        MetricsModule.forRoot(options.metrics),
         DatabaseModule.forRoot(options.connection),
         ...(config.jobsEnabled ? [ScheduleModule.forRoot()] : []),
         AuthModule,

@@ -1,7 +1,6 @@
 import { RequestMethod, type INestApplication, type NestApplicationOptions } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
-import type { AppLogger } from './common/logger';
 import { AuthenticationGuard } from './guards/authentication.guard';
 import { TenantConcurrencyGuard } from './guards/tenant-concurrency.guard';
 import { Metrics } from './metrics/metrics';
@@ -10,7 +9,7 @@ import { API_PREFIX } from './common/api-paths';
 import { PROBE_PATHS } from './health/health.controller';
 import { buildOpenApiDocument } from './meta/openapi-document';
 import { OpenApiDocumentHolder } from './meta/meta.controller';
-import { httpLayerOf } from './http/adapter';
+import { httpLayerOf, type KeyCheck } from './http/adapter';
 import { serveApiReference } from './http/api-reference';
 import { installBodyParser } from './http/body-parser';
 import { installRequestHooks } from './http/request-hooks';
@@ -30,15 +29,16 @@ function fastifyOf(app: INestApplication): FastifyInstance {
  * request, in order, is in docs/decisions.md ("The lifecycle of a request").
  * Returns the tracker of requests in flight (shutdown reads it).
  */
-export function composeHttpApp(app: INestApplication, logger: AppLogger): RequestTracker {
+export function composeHttpApp(app: INestApplication): RequestTracker {
   const fastify = fastifyOf(app);
   const layer = httpLayerOf(fastify);
-  layer.logger = logger;
-  layer.metrics = app.get(Metrics);
+  if (app.get(Metrics) !== layer.metrics) throw new Error('the HTTP adapter and the app were given different Metrics instances');
   const authentication = app.get(AuthenticationGuard);
-  layer.authenticate = (request, context) => authentication.authenticate(request, context);
   const tenants = app.get(TenantConcurrencyGuard);
-  layer.admit = (context) => tenants.admit(context);
+  const keys: KeyCheck = {
+    authenticate: (request, context) => authentication.authenticate(request, context),
+    admit: (context) => tenants.admit(context),
+  };
   const routes: ServedRoute[] = [];
   SERVED_ROUTES.set(app, routes);
   fastify.addHook('onRoute', (route) => {
@@ -47,7 +47,7 @@ export function composeHttpApp(app: INestApplication, logger: AppLogger): Reques
       layer.servedMethods.add(method);
     }
   });
-  installRequestHooks(fastify, layer, app.get<AppConfig>(APP_CONFIG).dbStatementTimeoutMs);
+  installRequestHooks(fastify, layer, keys, app.get<AppConfig>(APP_CONFIG).dbStatementTimeoutMs);
   installBodyParser(fastify, layer.connections, layer.tracker);
 
   // the probes are not part of the v1 API: an orchestrator finds them at /healthz and /readyz

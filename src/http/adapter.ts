@@ -25,24 +25,28 @@ export type HttpLimits = Pick<
 >;
 
 /**
- * What the HTTP layer keeps per server: made with the adapter (the parser's
- * and the connections' handlers need it before the app exists), completed
- * by composeHttpApp with the app's metrics.
+ * What the HTTP layer keeps per server, made whole with the adapter (the
+ * parser's and the connections' handlers need it before the app exists);
+ * the metrics are the app's own instance, handed to both.
  */
 export interface HttpLayer {
-  logger: AppLogger;
-  tracker: RequestTracker;
-  connections: ConnectionLimiter;
-  metrics: Metrics | undefined;
+  readonly logger: AppLogger;
+  readonly tracker: RequestTracker;
+  readonly connections: ConnectionLimiter;
+  readonly metrics: Metrics;
   /** every method some route serves (filled as routes register): another method is a 404 wherever it is sent */
-  servedMethods: Set<string>;
-  /**
-   * the authentication guard's step, run before the body is read on a route
-   * that takes a key (request-hooks.ts); set by composeHttpApp
-   */
-  authenticate?: (request: Pick<HttpRequest, 'headers' | 'ip' | 'socket'>, context: RequestStore) => Promise<void> | undefined;
-  /** the tenant concurrency guard's step, for a request with a valid key that sends a body; set by composeHttpApp */
-  admit?: (context: RequestStore) => Promise<void> | undefined;
+  readonly servedMethods: Set<string>;
+}
+
+/**
+ * The guards' steps the first request hook runs before the body is read
+ * (request-hooks.ts), handed over by composeHttpApp once the app exists.
+ */
+export interface KeyCheck {
+  /** the authentication guard's step, on a route that takes a key */
+  authenticate(request: Pick<HttpRequest, 'headers' | 'ip' | 'socket'>, context: RequestStore): Promise<void> | undefined;
+  /** the tenant concurrency guard's step, for a request with a valid key that sends a body */
+  admit(context: RequestStore): Promise<void> | undefined;
 }
 
 const LAYERS = new WeakMap<FastifyInstance, HttpLayer>();
@@ -59,13 +63,13 @@ export function httpLayerOf(fastify: FastifyInstance): HttpLayer {
  * The files of src/http/ are the only ones that know it; everything else
  * works through Nest's abstractions, {@link HttpRequest} and the request context.
  */
-export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAULT_HTTP_LIMITS): FastifyAdapter {
+export function createHttpAdapter(logger: AppLogger, metrics: Metrics, limits: HttpLimits = DEFAULT_HTTP_LIMITS): FastifyAdapter {
   // eslint-disable-next-line prefer-const -- the handlers below run once the layer exists
   let layer: HttpLayer;
   const clientErrors: ClientErrorContext = {
     logger,
     tracker: { unanswered: (socket) => layer.tracker.unanswered(socket) },
-    metrics: () => layer.metrics,
+    metrics,
     headersTimeoutMs: limits.httpHeadersTimeoutMs,
   };
   const adapter = new FastifyAdapter({
@@ -119,7 +123,7 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
       },
       logger,
     ),
-    metrics: undefined,
+    metrics,
     servedMethods: new Set(),
   };
   LAYERS.set(fastify, layer);

@@ -24,8 +24,8 @@ function clientApiError(code: string | undefined): ApiError {
 export interface ClientErrorContext {
   logger: AppLogger;
   tracker: Pick<RequestTracker, 'unanswered'>;
-  /** the app's metrics, once composeHttpApp ran (the adapter exists before the app) */
-  metrics(): Metrics | undefined;
+  /** the app's metrics (the same instance the app was given) */
+  metrics: Metrics;
   /** how long a client has for its headers: how long a request cut before them took */
   headersTimeoutMs: number;
 }
@@ -58,7 +58,7 @@ export function answerClientError(context: ClientErrorContext, error: Error & { 
   } else {
     requestLineLogger(context.logger).info(fields, 'request');
   }
-  context.metrics()?.observeRequest(open?.request.method, open?.request.routeOptions.url ?? UNMATCHED_ROUTE, apiError.status, elapsedMs / 1000);
+  context.metrics.observeRequest(open?.request.method, open?.request.routeOptions.url ?? UNMATCHED_ROUTE, apiError.status, elapsedMs / 1000);
   // an answer already begun cannot be replaced: the connection just closes
   if (!open?.reply.raw.headersSent) writeAndClose(socket, apiError, requestId);
   else socket.destroy();
@@ -73,7 +73,7 @@ export function answerConnect(context: ClientErrorContext, request: IncomingMess
   const apiError = new ApiError(ErrorCode.BadRequest, 'CONNECT is not supported: this server is not a proxy.');
   const requestId = resolveRequestId(request.headers['x-request-id']);
   requestLineLogger(context.logger).info({ request_id: requestId, method: request.method, path: pathOf(request.url), status: apiError.status }, 'request');
-  context.metrics()?.observeRequest(request.method, UNMATCHED_ROUTE, apiError.status, 0);
+  context.metrics.observeRequest(request.method, UNMATCHED_ROUTE, apiError.status, 0);
   writeAndClose(socket, apiError, requestId);
 }
 

@@ -6,7 +6,7 @@ import { requestLineLogger } from '../common/logger';
 import { REQUEST_ID_HEADER, requestLogFields, resolveRequestId, runInRequestContext, type RequestStore } from '../common/request-context';
 import { startDatabaseDeadline } from '../database/request-scope';
 import { UNMATCHED_ROUTE } from '../metrics/metrics';
-import type { HttpLayer } from './adapter';
+import type { HttpLayer, KeyCheck } from './adapter';
 import { takesKey } from './route-flags';
 
 /**
@@ -45,7 +45,7 @@ export function startRequest(layer: HttpLayer, request: FastifyRequest, reply: F
 export function endRequest(layer: HttpLayer, context: RequestStore, request: FastifyRequest, reply: FastifyReply): void {
   const elapsedMs = reply.elapsedTime;
   requestLineLogger(layer.logger).info(requestLogFields(context, request, reply.statusCode, elapsedMs), 'request');
-  layer.metrics?.observeRequest(request.method, request.routeOptions.url ?? UNMATCHED_ROUTE, reply.statusCode, elapsedMs / 1000);
+  layer.metrics.observeRequest(request.method, request.routeOptions.url ?? UNMATCHED_ROUTE, reply.statusCode, elapsedMs / 1000);
 }
 
 /**
@@ -123,24 +123,24 @@ function noSuchMethod(): ApiError {
 
 /**
  * Who is calling, before the body is read, on a route that takes a key: the
- * authentication guard's own step (layer.authenticate), under a database
+ * authentication guard's own step (keys.authenticate), under a database
  * deadline of its own for the key lookup. Its outcome stays on the request
  * for the guards; only a request it found a valid key on has its body read
  * (body-parser.ts). A request with a valid key that sends a body then takes
- * its tenant's slots (layer.admit), so a body slow to arrive holds its own
+ * its tenant's slots (keys.admit), so a body slow to arrive holds its own
  * key's and organization's slots; a refusal stays on the request for the
  * tenant guard, in its place. A promise while either waits.
  */
-function admitBeforeBody(layer: HttpLayer, context: RequestStore, request: FastifyRequest, dbStatementTimeoutMs: number): Promise<void> | undefined {
-  if (!layer.authenticate || !takesKey(request)) return undefined;
+function admitBeforeBody(keys: KeyCheck, context: RequestStore, request: FastifyRequest, dbStatementTimeoutMs: number): Promise<void> | undefined {
+  if (!takesKey(request)) return undefined;
   const admit = (): Promise<void> | undefined => {
-    if (context.auth === undefined || !layer.admit || !announcesBody(request)) return undefined;
-    return layer.admit(context)?.catch((refusal: unknown) => {
+    if (context.auth === undefined || !announcesBody(request)) return undefined;
+    return keys.admit(context)?.catch((refusal: unknown) => {
       context.tenantRefusal = refusal;
     });
   };
   startDatabaseDeadline(context, dbStatementTimeoutMs);
-  const authenticating = layer.authenticate(request, context)?.catch((error: unknown) => {
+  const authenticating = keys.authenticate(request, context)?.catch((error: unknown) => {
     context.authError = error;
   });
   return authenticating ? authenticating.then(admit) : admit();
@@ -175,7 +175,7 @@ function announcesBody(request: FastifyRequest): boolean {
  *    has finished: the tenant's concurrency slots are given back;
  * 5. `onResponse`: the one log line and the HTTP metrics.
  */
-export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, dbStatementTimeoutMs: number): void {
+export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, keys: KeyCheck, dbStatementTimeoutMs: number): void {
   fastify.addHook('onRequest', (request, reply, done) => {
     const context = startRequest(layer, request, reply);
     // every later hook, the body reader and Nest's pipeline run in this context
@@ -185,7 +185,7 @@ export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, 
       if (request.routeOptions.url === undefined && !layer.servedMethods.has(request.method)) {
         return answerInHook(context, reply, noSuchMethod(), announcesBody(request));
       }
-      const admitting = admitBeforeBody(layer, context, request, dbStatementTimeoutMs);
+      const admitting = admitBeforeBody(keys, context, request, dbStatementTimeoutMs);
       if (admitting) void admitting.then(() => done());
       else done();
     });
