@@ -154,8 +154,9 @@ function announcesBody(request: FastifyRequest): boolean {
 
 /**
  * The hooks every request passes, routed or not, in this order:
- * 1. `onRequest`: request id and trace id (first, so every refusal carries
- *    them), the in-flight tracker, HTTP's own refusals (missing, repeated
+ * 1. `onRequest`: the request context with its request id and trace id
+ *    (first, so every refusal carries them; everything after runs in it),
+ *    the in-flight tracker, HTTP's own refusals (missing, repeated
  *    or invalid Host, repeated Authorization, unmet Expect), a method no
  *    route serves (404); then, on a route that takes a key, the key (from
  *    memory, or looked up) and, for a request that sends a body, its
@@ -165,12 +166,12 @@ function announcesBody(request: FastifyRequest): boolean {
  *    without reading it, at once: Node discards the rest of the body as it
  *    comes (reading, nothing more), on a connection that counts as idle from
  *    then on (connection-limits.ts), so a slow body is not waited for;
- * 3. `preHandler`: the request's database scope (every query of the
- *    handler ends by one deadline counted from here, once the body is read:
- *    a slow upload is the request timeout's to bound, not the database's —
- *    docs/decisions.md, "Timeouts"; the key lookup, before the body, had a
- *    deadline of its own in step 1); then Nest
- *    runs guards → interceptors → pipe → handler → filter inside it;
+ * 3. `preHandler`: the request's database deadline starts again (every
+ *    query of the handler ends by one deadline counted from here, once the
+ *    body is read: a slow upload is the request timeout's to bound, not the
+ *    database's — docs/decisions.md, "Timeouts"; the key lookup, before the
+ *    body, had a budget of its own in step 1); then Nest runs guards →
+ *    interceptors → pipe → handler → filter;
  * 4. `onSend`: the answer, success or error, is on its way, so the handler
  *    has finished: the tenant's concurrency slots are given back;
  * 5. `onResponse`: the one log line and the HTTP metrics.
