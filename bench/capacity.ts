@@ -15,7 +15,9 @@ import { sql } from 'drizzle-orm';
 import { newId } from '../libs/ids/ids';
 import { AppModule } from '../src/app.module';
 import { ApiKeysService } from '../src/auth/api-keys.service';
-import { APP_OPTIONS, configureApp, createHttpAdapter } from '../src/bootstrap';
+import { APP_OPTIONS, composeHttpApp } from '../src/http-app';
+import { createHttpAdapter } from '../src/http/adapter';
+import { metricsFor } from '../src/metrics/metrics.module';
 import { createLogger } from '../src/common/logger';
 import { loadConfig } from '../src/config/config';
 import { DatabaseConnection, PGLITE_EXTENSIONS } from '../src/database/connection';
@@ -65,8 +67,9 @@ async function main(): Promise<void> {
   if (sample.length === 0) sample.push(ids[0].id);
   const agentId = `agent_${(0x6650a100 + 3).toString(16).padStart(8, '0')}0000000000000000`;
 
-  const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection }), createHttpAdapter(logger, config), { ...APP_OPTIONS, logger: false });
-  configureApp(app, logger);
+  const metrics = metricsFor(config);
+  const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection, metrics }), createHttpAdapter(logger, metrics, config), { ...APP_OPTIONS, logger: false });
+  composeHttpApp(app);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as { port: number };
   const key = await app.get(ApiKeysService).create({ orgId, label: 'capacity', scopes: ['conversations:read'] });

@@ -27,7 +27,9 @@ import { fillPlaceholders } from 'drizzle-orm';
 import { Pool } from 'pg';
 import { AppModule } from '../src/app.module';
 import { ApiKeysService } from '../src/auth/api-keys.service';
-import { APP_OPTIONS, configureApp, createHttpAdapter } from '../src/bootstrap';
+import { APP_OPTIONS, composeHttpApp } from '../src/http-app';
+import { createHttpAdapter } from '../src/http/adapter';
+import { metricsFor } from '../src/metrics/metrics.module';
 import { createLogger, type AppLogger } from '../src/common/logger';
 import { loadConfig, type AppConfig } from '../src/config/config';
 import type { ConversationFilters } from '../src/conversations/conversations.filters';
@@ -80,8 +82,9 @@ export async function openScaleDatabase(): Promise<{ config: AppConfig; logger: 
 
 /** The service on that database, listening on a free local port. */
 export async function startScaleApp(config: AppConfig, logger: AppLogger, connection: DatabaseConnection): Promise<{ app: INestApplication; base: string }> {
-  const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection }), createHttpAdapter(logger), { ...APP_OPTIONS, logger: false });
-  configureApp(app, logger);
+  const metrics = metricsFor(config);
+  const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection, metrics }), createHttpAdapter(logger, metrics), { ...APP_OPTIONS, logger: false });
+  composeHttpApp(app);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as { port: number };
   return { app, base: `http://127.0.0.1:${port}/api/v1` };

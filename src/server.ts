@@ -4,7 +4,10 @@ import type { INestApplication } from '@nestjs/common';
 import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
-import { APP_OPTIONS, configureApp, createHttpAdapter, initApp, type InFlightRequest, type RequestTracker } from './bootstrap';
+import { APP_OPTIONS, composeHttpApp, initApp } from './http-app';
+import { createHttpAdapter } from './http/adapter';
+import { metricsFor } from './metrics/metrics.module';
+import type { InFlightRequest, RequestTracker } from './http/request-tracker';
 import { createLogger, flushLogger, PinoNestLogger, type AppLogger } from './common/logger';
 import { API_PREFIX } from './common/api-paths';
 import { HealthService } from './health/health.service';
@@ -149,12 +152,13 @@ function assertCanListen(port: number, host: string): Promise<void> {
 /** Builds the app, loads start-up fixtures, listens; SIGTERM/SIGINT stop it gracefully. */
 export async function runServer(config: AppConfig): Promise<void> {
   const logger = createLogger(config);
-  const app = await NestFactory.create(AppModule.forRoot(config, logger), createHttpAdapter(logger, config), {
+  const metrics = metricsFor(config);
+  const app = await NestFactory.create(AppModule.forRoot(config, logger, { metrics }), createHttpAdapter(logger, metrics, config), {
     ...APP_OPTIONS,
     logger: new PinoNestLogger(logger),
     abortOnError: false,
   });
-  const tracker = configureApp(app, logger);
+  const tracker = composeHttpApp(app);
   await initApp(app);
   // SEED_FILE (and the first-run demo) are loaded before the port opens
   let startup: StartupFixtureResult;

@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { TenantConcurrencyGuard } from '../src/common/tenant-concurrency';
+import { TenantConcurrencyGuard } from '../src/guards/tenant-concurrency.guard';
 import { httpLayerOf } from '../src/http/adapter';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';

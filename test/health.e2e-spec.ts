@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { servedRoutes } from '../src/bootstrap';
+import { servedRoutes } from '../src/http-app';
 import { HealthService } from '../src/health/health.service';
 import { Metrics } from '../src/metrics/metrics';
 import { createTestApp, type TestApp } from './support/test-app';

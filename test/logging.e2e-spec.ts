@@ -45,6 +45,24 @@ describe('structured JSON logs: one line per request with request_id, method, pa
   });
 });
 
+describe('every line written while serving a request carries its request_id and trace_id', () => {
+  test('a line a service writes (AgentsService: "agent moved to trash") names the request and its trace', async () => {
+    const org = await createOrg(t.app);
+    const created = await t.http.post('/api/v1/agents').set('Authorization', org.auth).send({ handle: 'loggedBot', name: 'Logged', instructions: 'Be kind.' });
+    expect(created.status).toBe(201);
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const res = await t.http
+      .delete(`/api/v1/agents/${created.body.data.id}`)
+      .set('Authorization', org.auth)
+      .set('X-Request-ID', 'log-service-line')
+      .set('traceparent', `00-${traceId}-00f067aa0ba902b7-01`);
+    expect(res.status).toBe(200);
+    const entries = t.logs.map((text) => JSON.parse(text) as Record<string, unknown>);
+    const line = entries.find((entry) => entry.msg === 'agent moved to trash' && entry.agent_id === created.body.data.id);
+    expect(line).toMatchObject({ request_id: 'log-service-line', trace_id: traceId, org_id: org.orgId });
+  });
+});
+
 describe('never a key or a secret in the logs', () => {
   test('tokens and Authorization values of good, bad and revoked keys do not appear', async () => {
     const org = await createOrg(t.app);

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { servedRoutes } from '../src/bootstrap';
+import { servedRoutes } from '../src/http-app';
 import { partialUpdateBodySchemas } from '../src/common/openapi';
 import { ResponseValidator, type OpenApiDocument } from './support/openapi-contract';
 import { createTestApp, type TestApp } from './support/test-app';

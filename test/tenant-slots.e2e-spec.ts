@@ -1,4 +1,4 @@
-import { TenantConcurrencyGuard } from '../src/common/tenant-concurrency';
+import { TenantConcurrencyGuard } from '../src/guards/tenant-concurrency.guard';
 import { OrgsService } from '../src/orgs/orgs.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';

@@ -102,7 +102,7 @@ export class AgentsRepository {
    * statement per set of changed columns (building the UPDATE cost about
    * 0.5 ms per request); like every query, it runs in the open transaction.
    */
-  async update(orgId: string, id: string, changes: AgentChanges): Promise<AgentRow> {
+  async update(orgId: string, id: string, changes: AgentChanges): Promise<AgentRow | undefined> {
     const columns = (Object.keys(changes) as Array<keyof AgentChanges>).filter((column) => changes[column] !== undefined);
     const prepared = this.preparedUpdate(columns, changes);
     if (prepared) {

@@ -140,7 +140,9 @@ export class AgentsService implements LockedRepresentation {
         applyActivationState(changes, dto, transition, now);
 
         if (Object.keys(changes).length === 0) return current;
+        // locked above, so still live: the 404 only if that ever stops holding
         const updated = await this.repository.update(orgId, id, { ...changes, updatedAt: now });
+        if (!updated) throw ApiError.notFound('Agent', ErrorCode.AgentNotFound);
         if (deactivating) {
           const paused = await this.cascade.pauseForAgentDeactivation(orgId, id, now);
           this.logger.info({ org_id: orgId, agent_id: id, triggers: paused.triggers.length, chatbots: paused.chatbots.length }, 'agent deactivated');

@@ -1,8 +1,8 @@
-import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
+import { applyDecorators, createParamDecorator, SetMetadata } from '@nestjs/common';
 import { ApiExtension, ApiSecurity } from '@nestjs/swagger';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { ApiErrors, COMMON_AUTH_ERRORS } from '../common/openapi';
-import type { AuthContext, RequestContext } from '../common/request-context';
+import { requestContext, type AuthContext } from '../common/request-context';
 import { TakesKeyRoute } from '../http/route-flags';
 import type { Scope } from './scopes';
 
@@ -30,8 +30,8 @@ export function RequireScope(scope: Scope) {
 export const Public = () => applyDecorators(SetMetadata(PUBLIC_ROUTE, true), ApiExtension('x-public', true));
 
 /** The caller's key and organization, as the guard established them. */
-export const Auth = createParamDecorator((_data: unknown, ctx: ExecutionContext): AuthContext => {
-  const auth = ctx.switchToHttp().getRequest<RequestContext>().auth;
+export const Auth = createParamDecorator((): AuthContext => {
+  const auth = requestContext().auth;
   if (!auth) throw new ApiError(ErrorCode.Unauthorized, 'A valid API key is required.');
   return auth;
 });

@@ -7,6 +7,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseId } from '../../libs/ids/ids';
 import { AgentsTrashService } from '../agents/agents-trash.service';
 import { AppModule } from '../app.module';
+import { metricsFor } from '../metrics/metrics.module';
 import { mapApiKey } from '../auth/api-keys.mapper';
 import { ApiKeysService, validateScopes } from '../auth/api-keys.service';
 import { SCOPES } from '../auth/scopes';
@@ -326,7 +327,7 @@ async function runCli(argv: string[], env: Record<string, string | undefined>, s
       config,
       logger,
       app: async () => {
-        app ??= await NestFactory.createApplicationContext(AppModule.forRoot(config, logger), {
+        app ??= await NestFactory.createApplicationContext(AppModule.forRoot(config, logger, { metrics: metricsFor(config) }), {
           // Nest logs a failed start before rethrowing it: the one-line message below says it already
           logger: logger.isLevelEnabled('debug') ? new PinoNestLogger(logger) : false,
           abortOnError: false,

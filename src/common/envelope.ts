@@ -1,7 +1,7 @@
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { map, type Observable } from 'rxjs';
-import type { RequestContext } from './request-context';
+import { requestContext } from './request-context';
 
 /** A page of a list endpoint: rendered as `data: items` plus `meta.next_cursor`. */
 export class Page<T> {
@@ -61,7 +61,7 @@ export class EnvelopeInterceptor implements NestInterceptor {
     let raw = this.raw.get(handler);
     if (raw === undefined) this.raw.set(handler, (raw = this.reflector.get<boolean>(RAW_RESPONSE, handler) === true));
     if (raw) return next.handle();
-    const { requestId } = context.switchToHttp().getRequest<RequestContext>();
+    const { requestId } = requestContext();
     return next.handle().pipe(map((result: unknown) => envelope(result, requestId)));
   }
 }

@@ -2,7 +2,7 @@ import { HttpException } from '@nestjs/common';
 import { ApiError, ErrorCode } from './api-error';
 import { databaseErrorState, isDeadlinePassed, translateDatabaseError } from '../database/database-errors';
 import { loggableError, warnRepeated, type AppLogger } from './logger';
-import type { RequestContext } from './request-context';
+import type { RequestStore } from './request-context';
 
 /**
  * The HTTP status a framework error carries: Nest's HttpException, or the
@@ -65,7 +65,7 @@ export function apiErrorOf(exception: unknown): ApiError | null {
  * layer's own code, on the error or wrapped in drizzle's) after it had waited longer in its tenant's queue than
  * it has spent since: the tenant's own flood used the time, not the database.
  */
-function spentInTenantQueue(exception: unknown, tenantQueue: RequestContext['tenantQueue']): boolean {
+function spentInTenantQueue(exception: unknown, tenantQueue: RequestStore['tenantQueue']): boolean {
   return tenantQueue !== undefined && isDeadlinePassed(exception) && tenantQueue.waitedMs >= Date.now() - tenantQueue.until;
 }
 
@@ -78,9 +78,8 @@ function spentInTenantQueue(exception: unknown, tenantQueue: RequestContext['ten
  */
 export function apiErrorOrInternal(
   exception: unknown,
-  requestId: string,
   logger: AppLogger,
-  tenantQueue?: RequestContext['tenantQueue'],
+  tenantQueue?: RequestStore['tenantQueue'],
   onTenantQueueDeadline?: () => void,
 ): ApiError {
   const expected = classify(exception);
@@ -90,18 +89,18 @@ export function apiErrorOrInternal(
         onTenantQueueDeadline?.();
         warnRepeated(
           logger,
-          { request_id: requestId, queued_ms: tenantQueue!.waitedMs },
+          { queued_ms: tenantQueue!.waitedMs },
           "request deadline spent waiting in its tenant's queue (the tenant's own requests in progress), not on the database",
         );
       } else {
-        warnRepeated(logger, { request_id: requestId, err: loggableError(exception) }, 'database unavailable');
+        warnRepeated(logger, { err: loggableError(exception) }, 'database unavailable');
       }
     }
     return expected.error;
   }
   // a database error with no answer of its own: still a 500, but named as the database's, with its SQLSTATE
   const sqlstate = databaseErrorState(exception);
-  if (sqlstate) logger.error({ request_id: requestId, sqlstate, err: loggableError(exception) }, 'database error');
-  else logger.error({ request_id: requestId, err: loggableError(exception) }, 'unhandled error');
+  if (sqlstate) logger.error({ sqlstate, err: loggableError(exception) }, 'database error');
+  else logger.error({ err: loggableError(exception) }, 'unhandled error');
   return new ApiError(ErrorCode.InternalError, 'An unexpected error occurred.');
 }

@@ -3,7 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { apiErrorOrInternal, renderErrorBody } from './error-body';
 import { LOGGER, type AppLogger } from './logger';
 import { Metrics } from '../metrics/metrics';
-import { REQUEST_ID_HEADER, resolveRequestId, type RequestContext } from './request-context';
+import { activeRequestContext, REQUEST_ID_HEADER, resolveRequestId } from './request-context';
 
 /** Renders every error, ours or the framework's, in the contract's error envelope. */
 @Catch()
@@ -16,12 +16,12 @@ export class ErrorEnvelopeFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
-    const request = http.getRequest<RequestContext>();
     const response = http.getResponse();
     const adapter = this.adapterHost.httpAdapter;
-    const requestId = request.requestId || resolveRequestId(undefined);
+    const context = activeRequestContext();
+    const requestId = context?.requestId ?? resolveRequestId(undefined);
 
-    const error = apiErrorOrInternal(exception, requestId, this.logger, request.tenantQueue, () => this.metrics.tenantQueueDeadline());
+    const error = apiErrorOrInternal(exception, this.logger, context?.tenantQueue, () => this.metrics.tenantQueueDeadline());
     adapter.setHeader(response, REQUEST_ID_HEADER, requestId);
     for (const [name, value] of Object.entries(error.headers ?? {})) adapter.setHeader(response, name, value);
     const body = renderErrorBody(error, requestId);

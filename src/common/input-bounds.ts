@@ -1,5 +1,6 @@
 import { ValidateBy, type ValidationOptions } from 'class-validator';
 import { ID_PREFIXES, isId, type IdKind } from '../../libs/ids/ids';
+import { MAX_PLACEHOLDER_NAME_LENGTH, MAX_URL_LENGTH } from '../../libs/url-policy/url-policy';
 
 /**
  * Upper bounds of every request input: one constant per bound, used by the
@@ -19,7 +20,7 @@ export const BOUNDS = {
   /** diagnostic reason an agent was deactivated */
   deactivatedReason: 500,
   /** any URL the service stores or fetches (avatar, custom tool url, source config.url) */
-  url: 2_048,
+  url: MAX_URL_LENGTH,
   /** any id the client sends in a body or query; the format itself is the pattern below */
   id: 64,
   /** date-time strings (RFC 3339 needs at most ~35 characters) */
@@ -35,7 +36,7 @@ export const BOUNDS = {
   /** custom tool parameters */
   toolParameters: 50,
   /** custom tool parameter name */
-  toolParameterName: 64,
+  toolParameterName: MAX_PLACEHOLDER_NAME_LENGTH,
   /** custom tool parameter description */
   toolParameterDescription: 1_000,
   /** HTTP header names: parameters[].headerName, auth.credentials.header_name, headers keys */

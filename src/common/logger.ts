@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import pino, { type Logger } from 'pino';
 import type { AppConfig } from '../config/config';
+import { requestLogContext } from './request-context';
 
 export const LOGGER = Symbol('LOGGER');
 export type AppLogger = Logger;
@@ -28,12 +29,15 @@ export function loggableError(exception: unknown): Record<string, unknown> {
 /**
  * Structured JSON logs. Headers and bodies are never logged; the redact list
  * is a second line of defence for any object that carries a secret field.
+ * Every line written while a request is served carries its `request_id` and
+ * `trace_id`, from the request context (the mixin), whoever writes it.
  */
 export function createLogger(config: Pick<AppConfig, 'logLevel'>, destination?: pino.DestinationStream): AppLogger {
   return pino(
     {
       level: config.logLevel,
       base: { service: 'agent-platform-api' },
+      mixin: requestLogContext,
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: {
         paths: [

@@ -1,9 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { parse as parseQuery } from 'node:querystring';
+import { ClsServiceManager, type ClsStore } from 'nestjs-cls';
 import type { AuthenticationFailure } from '../auth/api-keys.service';
 
-/** What the service hangs on a request as it passes the hooks and guards. */
+/** Who is calling, once the authentication guard found a valid key. */
 export interface AuthContext {
   keyId: string;
   orgId: string;
@@ -13,29 +14,68 @@ export interface AuthContext {
 }
 
 /**
- * The request as guards, interceptors, pipes and the filter see it. Only what
- * every HTTP platform offers (and src/http/ adds) is named here, so nothing
- * outside src/http/ depends on which platform serves the app.
+ * Everything the service knows about the request it is serving, in one
+ * place: nestjs-cls's context, opened by the first request hook
+ * (src/http/request-hooks.ts) and carried from there to every hook, guard,
+ * interceptor, service, repository and log line of the request.
  */
-export interface RequestContext {
-  /** set by the first request hook (src/http/request-hooks.ts), before routing and parsing */
+export interface RequestStore extends ClsStore {
+  /** the incoming X-Request-ID if well formed, else a new one */
   requestId: string;
-  /** W3C trace id: the incoming `traceparent`'s, or a new one; set with the request id */
+  /** W3C trace id: the incoming `traceparent`'s, or a new one */
   traceId: string;
-  /** set by the authentication guard (auth/authentication.guard.ts) for a valid key */
+  /** set by the authentication guard for a valid key */
   auth?: AuthContext;
-  /** set by the authentication guard for a missing or bad key; the authorization guard answers it (401) */
+  /** set by the authentication guard for a missing or bad key: it answers 401 */
   authFailure?: AuthenticationFailure;
   /** set when the key could not be checked at all (the database): the authentication guard throws it */
   authError?: unknown;
-  /** set by the tenant concurrency guard (common/tenant-concurrency.ts); called once the answer is sent */
+  /** set by the tenant concurrency guard; called once the answer is sent */
   releaseTenantSlots?: () => void;
   /** the 503 of a tenant whose slots stayed busy, found before the body was read; the tenant concurrency guard throws it */
   tenantRefusal?: unknown;
-  /** set by the tenant concurrency guard when the request waited in its tenant's queue: how long, and when its slots were taken */
+  /** set when the request waited in its tenant's queue: how long, and when its slots were taken */
   tenantQueue?: { waitedMs: number; until: number };
   /** the body bytes as received (decoded), for idempotency fingerprints */
   rawBody?: Buffer;
+  /**
+   * epoch milliseconds by which every query of the request (pool wait
+   * included) ends; null: only the per-query bound applies
+   */
+  databaseDeadline: number | null;
+}
+
+/** The context of the request being served, or undefined outside one (jobs, the CLI, start-up). */
+export function activeRequestContext(): RequestStore | undefined {
+  const cls = ClsServiceManager.getClsService<RequestStore>();
+  return cls.isActive() ? cls.get() : undefined;
+}
+
+/** The context of the request being served; only code that runs while serving one calls it. */
+export function requestContext(): RequestStore {
+  const store = activeRequestContext();
+  if (store === undefined) throw new Error('no request is being served here: requestContext() is for the request pipeline');
+  return store;
+}
+
+/** The fields every log line written while serving a request carries (the logger's mixin, common/logger.ts). */
+export function requestLogContext(): Record<string, string> {
+  const context = activeRequestContext();
+  // a new object each time: pino merges the line's own fields into it
+  return context ? { request_id: context.requestId, trace_id: context.traceId } : {};
+}
+
+/** Runs `fn` (the rest of the request's pipeline) in a new request context. */
+export function runInRequestContext<T>(store: RequestStore, fn: () => T): T {
+  return ClsServiceManager.getClsService<RequestStore>().runWith(store, fn);
+}
+
+/**
+ * The request as guards, interceptors, pipes and the filter see it: what
+ * every HTTP platform offers. Nothing of ours is added to it; what the
+ * service knows about the request is its {@link RequestStore}.
+ */
+export interface HttpRequest {
   body?: unknown;
   query?: Record<string, unknown>;
   params?: Record<string, string>;
@@ -68,16 +108,21 @@ export function pathOf(url: string | undefined): string {
 }
 
 /** The fields of the one log line written per request (when its response is finished). */
-export function requestLogFields(request: RequestContext, status: number, durationMs: number): Record<string, unknown> {
+export function requestLogFields(
+  context: Pick<RequestStore, 'requestId' | 'traceId' | 'auth'>,
+  request: Pick<HttpRequest, 'method' | 'url'>,
+  status: number,
+  durationMs: number,
+): Record<string, unknown> {
   return {
-    request_id: request.requestId,
-    trace_id: request.traceId,
+    request_id: context.requestId,
+    trace_id: context.traceId,
     method: request.method,
     path: pathOf(request.url),
     status,
     duration_ms: durationMs,
-    org_id: request.auth?.orgId,
-    key_id: request.auth?.keyId,
+    org_id: context.auth?.orgId,
+    key_id: context.auth?.keyId,
   };
 }
 

@@ -2,7 +2,7 @@ import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nes
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import { map, type Observable } from 'rxjs';
 import { entityTagOf, ifNoneMatchMatches } from '../../libs/entity-tags/entity-tags';
-import type { RequestContext } from '../common/request-context';
+import type { HttpRequest } from '../common/request-context';
 import { TAGGED_REPRESENTATION } from './conditional.decorators';
 
 export const ETAG_HEADER = 'ETag';
@@ -39,7 +39,7 @@ export class EntityTagInterceptor implements NestInterceptor {
     let tagged = this.tagged.get(handler);
     if (tagged === undefined) this.tagged.set(handler, (tagged = this.reflector.get<boolean>(TAGGED_REPRESENTATION, handler) === true));
     const http = context.switchToHttp();
-    const request = http.getRequest<RequestContext>();
+    const request = http.getRequest<HttpRequest>();
     const method = (request.method ?? 'GET').toUpperCase();
     if (!tagged || !TAGGED_METHODS.has(method)) return next.handle();
     const response = http.getResponse<unknown>();

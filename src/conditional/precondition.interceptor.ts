@@ -3,7 +3,7 @@ import { ModuleRef, Reflector } from '@nestjs/core';
 import { from, lastValueFrom, type Observable } from 'rxjs';
 import { entityTagOf, ifMatchHolds } from '../../libs/entity-tags/entity-tags';
 import { ApiError, ErrorCode } from '../common/api-error';
-import type { RequestContext } from '../common/request-context';
+import { requestContext, type HttpRequest } from '../common/request-context';
 import { DatabaseConnection } from '../database/connection';
 import { CURRENT_REPRESENTATION, type LockedRepresentation } from './conditional.decorators';
 
@@ -30,11 +30,12 @@ export class PreconditionInterceptor implements NestInterceptor {
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() !== 'http') return next.handle();
-    const request = context.switchToHttp().getRequest<RequestContext>();
+    const request = context.switchToHttp().getRequest<HttpRequest>();
     const ifMatch = request.headers['if-match'];
-    if (ifMatch === undefined || !request.auth || !CONDITIONAL_METHODS.has((request.method ?? '').toUpperCase())) return next.handle();
+    const { auth } = requestContext();
+    if (ifMatch === undefined || !auth || !CONDITIONAL_METHODS.has((request.method ?? '').toUpperCase())) return next.handle();
     const source = this.sourceOf(context);
-    const orgId = request.auth.orgId;
+    const orgId = auth.orgId;
     const id = request.params?.id ?? '';
     return from(
       this.connection.transaction(async () => {

@@ -18,7 +18,7 @@ import { BOUNDS, idPattern } from '../common/input-bounds';
 import { PartialUpdateBody } from '../common/openapi';
 import { OptionalNonNull, UnknownKeysUnnamed } from '../common/validation';
 import { AUTH_TYPES, HEADER_NAME, HEADER_VALUE_PATTERN, HTTP_METHODS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, RESERVED_HEADER_RULES, TOOL_TYPES } from './custom-tools.rules';
-import { OUTBOUND_URL_RULES } from '../common/url-policy';
+import { OUTBOUND_URL_RULES } from '../../libs/url-policy/url-policy';
 
 const SECRET_MAX = BOUNDS.headerValue;
 /** Every credential ends up in an outbound header. */

@@ -1,7 +1,7 @@
 import type { FieldErrors } from '../common/api-error';
 import { addFieldError, mergeFieldErrors, type Checked } from '../common/field-errors';
 import { BOUNDS } from '../common/input-bounds';
-import { outboundUrlProblem, PLACEHOLDER_NAME_CHARS, placeholderPattern } from '../common/url-policy';
+import { outboundUrlProblem, PLACEHOLDER_NAME_CHARS, placeholderPattern } from '../../libs/url-policy/url-policy';
 import type { customTools, CustomToolGroupRow, CustomToolParamRow } from '../database/schema';
 
 /**

@@ -13,7 +13,7 @@ import { drizzlePgliteClient } from './pglite-client';
 import { PgliteDirectoryLock } from './pglite-lock';
 import { PostgresConnections } from './pg-connections';
 import { QueryErrorReporter } from './query-error-reporter';
-import { currentScope, openTransaction, runInScope, type OpenTransaction } from './request-scope';
+import { openTransaction, runInTransaction, type OpenTransaction } from './request-scope';
 import { poolerSafe, withMigrationLock } from './pooler';
 import * as schema from './schema';
 import { executeRows } from './execute-rows';
@@ -88,8 +88,7 @@ export class DatabaseConnection {
     // PGlite has one connection: the transaction's own client is bound to `open` as PGlite hands it over
     const beginTransaction = <T>(fn: () => Promise<T>): Promise<T> => {
       const open: OpenTransaction = { tx: null, connection: null, open: true };
-      const scope = { deadline: currentScope()?.deadline ?? null, transaction: open };
-      return runInScope(scope, () =>
+      return runInTransaction(open, () =>
         drizzleDb.transaction(async (tx) => {
           open.tx = tx as never;
           try {

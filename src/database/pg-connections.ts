@@ -4,7 +4,7 @@ import { isLostConnection } from './database-errors';
 import type { Database } from './database.types';
 import type { QueryErrorReporter } from './query-error-reporter';
 import { UNNAMED_STATEMENT_NAME } from './prepared-statements';
-import { currentScope, openTransaction, runInScope, type OpenTransaction } from './request-scope';
+import { databaseDeadline, openTransaction, runInTransaction, type OpenTransaction } from './request-scope';
 import * as schema from './schema';
 
 /**
@@ -271,7 +271,7 @@ export class PostgresConnections {
    * hold belongs here.
    */
   async acquire(): Promise<Lease> {
-    const deadline = currentScope()?.deadline ?? null;
+    const deadline = databaseDeadline();
     const remaining = deadline === null ? Math.min(this.statementBoundMs, MAX_CONNECT_WAIT_MS) : deadline - Date.now();
     if (remaining <= 0) throw deadlineError('no database connection');
     const pending = this.pool.connect().catch((error: unknown) => {
@@ -285,7 +285,6 @@ export class PostgresConnections {
 
   /** Runs `fn` in a transaction on one connection; every statement on the root database meanwhile joins it. */
   async transaction<T>(fn: () => Promise<T>): Promise<T> {
-    const deadline = currentScope()?.deadline ?? null;
     for (let attempt = 0; ; attempt++) {
       const lease = await this.acquire();
       let begun = false;
@@ -295,7 +294,7 @@ export class PostgresConnections {
           begun = true;
           open.tx = tx;
           try {
-            return await runInScope({ deadline, transaction: open }, fn);
+            return await runInTransaction(open, fn);
           } finally {
             open.open = false;
           }

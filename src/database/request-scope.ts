@@ -1,23 +1,14 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { ClsServiceManager } from 'nestjs-cls';
+import { activeRequestContext, type RequestStore } from '../common/request-context';
 import type { Transaction } from './database.types';
 
 /**
- * What the database layer knows about the work it is serving, carried by
- * AsyncLocalStorage so that repositories need no extra argument. This is the
- * only place it is kept; `DatabaseConnection` is the only writer.
- *
- * - `deadline`: every query of the request (pool wait included) ends by then,
- *   so a request is bounded whatever the database does;
- * - `transaction`: the transaction `DatabaseConnection.transaction` opened,
- *   if any. Every query on the injected database meanwhile runs on its
- *   connection, and a further `transaction(...)` is a savepoint of it.
+ * What the database layer reads of the work it is serving, from the one
+ * request context (common/request-context.ts): the request's deadline, and
+ * the transaction `DatabaseConnection.transaction` opened, if any. Work
+ * outside a request (jobs, the CLI) has no deadline; its transactions open a
+ * context of their own.
  */
-interface DatabaseScope {
-  /** epoch milliseconds; null: only the per-query bound applies */
-  readonly deadline: number | null;
-  readonly transaction: OpenTransaction | null;
-}
-
 export interface OpenTransaction {
   /** drizzle's transaction, once begun: a nested `transaction(...)` is its savepoint */
   tx: Transaction | null;
@@ -27,16 +18,23 @@ export interface OpenTransaction {
   open: boolean;
 }
 
-const storage = new AsyncLocalStorage<DatabaseScope>();
-
-export function currentScope(): DatabaseScope | undefined {
-  return storage.getStore();
-}
+/** Where the open transaction is kept in the context: the database layer's own key. */
+const TRANSACTION = Symbol('open database transaction');
 
 /** The transaction open in the current context, if any. */
 export function openTransaction(): OpenTransaction | null {
-  const transaction = storage.getStore()?.transaction;
+  const cls = ClsServiceManager.getClsService();
+  const transaction = cls.isActive() ? (cls.get(TRANSACTION) as OpenTransaction | undefined) : undefined;
   return transaction?.open ? transaction : null;
+}
+
+/** Runs `fn` with `transaction` open: a child of the current context (the request's, if any), which it inherits. */
+export function runInTransaction<T>(transaction: OpenTransaction, fn: () => T): T {
+  const cls = ClsServiceManager.getClsService();
+  return cls.run({ ifNested: 'inherit' }, () => {
+    cls.set(TRANSACTION, transaction);
+    return fn();
+  });
 }
 
 /**
@@ -48,28 +46,21 @@ export function openTransaction(): OpenTransaction | null {
 const REQUEST_DATABASE_MARGIN_MS = 500;
 
 /**
- * The database scope of a request from `startedAt`: from its body read for
- * the handler, from its headers for the key lookup before the body (one
- * budget each).
+ * Starts the request's database budget from now: the HTTP layer calls it
+ * for the key lookup before the body, then again once the body is read, for
+ * the handler (one budget each).
  */
-function requestDatabaseScope(startedAt: number, statementTimeoutMs: number): DatabaseScope {
-  return { deadline: startedAt + statementTimeoutMs + REQUEST_DATABASE_MARGIN_MS, transaction: null };
+export function startDatabaseDeadline(context: RequestStore, statementTimeoutMs: number): void {
+  context.databaseDeadline = Date.now() + statementTimeoutMs + REQUEST_DATABASE_MARGIN_MS;
 }
 
-/**
- * What the HTTP layer calls once per request, when its body has been read:
- * runs `fn` (the rest of the pipeline) under the request's database deadline.
- */
-export function runWithRequestDeadline<T>(statementTimeoutMs: number, fn: () => T): T {
-  return storage.run(requestDatabaseScope(Date.now(), statementTimeoutMs), fn);
-}
-
-export function runInScope<T>(scope: DatabaseScope, fn: () => T): T {
-  return storage.run(scope, fn);
+/** The request's database deadline (epoch milliseconds), or null outside a request. */
+export function databaseDeadline(): number | null {
+  return activeRequestContext()?.databaseDeadline ?? null;
 }
 
 /** Milliseconds left before the request's deadline (never negative), or null without one. */
 export function remainingMs(now = Date.now()): number | null {
-  const deadline = storage.getStore()?.deadline ?? null;
+  const deadline = databaseDeadline();
   return deadline === null ? null : Math.max(0, deadline - now);
 }

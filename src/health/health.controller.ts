@@ -4,7 +4,7 @@ import { Public } from '../auth/auth.decorators';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { HealthService, passes, type Readiness } from './health.service';
 
-/** The routes outside the /api/v1 prefix (bootstrap.ts excludes them from it). */
+/** The routes outside the /api/v1 prefix (http-app.ts excludes them from it). */
 export const PROBE_PATHS = ['healthz', 'readyz'] as const;
 
 /**

@@ -4,8 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError, ErrorCode } from '../common/api-error';
 import type { AppLogger } from '../common/logger';
-import type { RequestContext } from '../common/request-context';
-import { parseQueryString } from '../common/request-context';
+import { parseQueryString, type HttpRequest, type RequestStore } from '../common/request-context';
 import { DEFAULT_HTTP_LIMITS, type AppConfig } from '../config/config';
 import type { Metrics } from '../metrics/metrics';
 import { answerClientError, answerConnect, type ClientErrorContext } from './client-errors';
@@ -26,24 +25,28 @@ export type HttpLimits = Pick<
 >;
 
 /**
- * What the HTTP layer keeps per server: made with the adapter (the parser's
- * and the connections' handlers need it before the app exists), completed
- * by configureApp with the app's metrics.
+ * What the HTTP layer keeps per server, made whole with the adapter (the
+ * parser's and the connections' handlers need it before the app exists);
+ * the metrics are the app's own instance, handed to both.
  */
 export interface HttpLayer {
-  logger: AppLogger;
-  tracker: RequestTracker;
-  connections: ConnectionLimiter;
-  metrics: Metrics | undefined;
+  readonly logger: AppLogger;
+  readonly tracker: RequestTracker;
+  readonly connections: ConnectionLimiter;
+  readonly metrics: Metrics;
   /** every method some route serves (filled as routes register): another method is a 404 wherever it is sent */
-  servedMethods: Set<string>;
-  /**
-   * the authentication guard's step, run before the body is read on a route
-   * that takes a key (request-hooks.ts); set by configureApp
-   */
-  authenticate?: (request: RequestContext) => Promise<void> | undefined;
-  /** the tenant concurrency guard's step, for a request with a valid key that sends a body; set by configureApp */
-  admit?: (request: RequestContext) => Promise<void> | undefined;
+  readonly servedMethods: Set<string>;
+}
+
+/**
+ * The guards' steps the first request hook runs before the body is read
+ * (request-hooks.ts), handed over by composeHttpApp once the app exists.
+ */
+export interface KeyCheck {
+  /** the authentication guard's step, on a route that takes a key */
+  authenticate(request: Pick<HttpRequest, 'headers' | 'ip' | 'socket'>, context: RequestStore): Promise<void> | undefined;
+  /** the tenant concurrency guard's step, for a request with a valid key that sends a body */
+  admit(context: RequestStore): Promise<void> | undefined;
 }
 
 const LAYERS = new WeakMap<FastifyInstance, HttpLayer>();
@@ -58,15 +61,15 @@ export function httpLayerOf(fastify: FastifyInstance): HttpLayer {
 /**
  * The HTTP platform: Nest's Fastify adapter (docs/decisions.md says why).
  * The files of src/http/ are the only ones that know it; everything else
- * works through Nest's abstractions and {@link RequestContext}.
+ * works through Nest's abstractions, {@link HttpRequest} and the request context.
  */
-export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAULT_HTTP_LIMITS): FastifyAdapter {
+export function createHttpAdapter(logger: AppLogger, metrics: Metrics, limits: HttpLimits = DEFAULT_HTTP_LIMITS): FastifyAdapter {
   // eslint-disable-next-line prefer-const -- the handlers below run once the layer exists
   let layer: HttpLayer;
   const clientErrors: ClientErrorContext = {
     logger,
     tracker: { unanswered: (socket) => layer.tracker.unanswered(socket) },
-    metrics: () => layer.metrics,
+    metrics,
     headersTimeoutMs: limits.httpHeadersTimeoutMs,
   };
   const adapter = new FastifyAdapter({
@@ -101,9 +104,9 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
     // the router refuses a path it cannot percent-decode before any hook:
     // such a path names no resource (404); it still gets a request id and its log line
     frameworkErrors: (_error: Error, request: FastifyRequest, reply: FastifyReply) => {
-      startRequest(layer, request, reply);
-      reply.raw.once('finish', () => endRequest(layer, request, reply));
-      answerInHook(request, reply, new ApiError(ErrorCode.NotFound, 'No resource has this path: it is not valid percent-encoding.'));
+      const context = startRequest(layer, request, reply);
+      reply.raw.once('finish', () => endRequest(layer, context, request, reply));
+      answerInHook(context, reply, new ApiError(ErrorCode.NotFound, 'No resource has this path: it is not valid percent-encoding.'));
     },
   });
   const fastify = adapter.getInstance() as FastifyInstance;
@@ -120,7 +123,7 @@ export function createHttpAdapter(logger: AppLogger, limits: HttpLimits = DEFAUL
       },
       logger,
     ),
-    metrics: undefined,
+    metrics,
     servedMethods: new Set(),
   };
   LAYERS.set(fastify, layer);

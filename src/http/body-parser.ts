@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { RequestContext } from '../common/request-context';
 import type { ConnectionLimiter } from './connection-limits';
+import type { RequestTracker } from './request-tracker';
+import type { RequestStore } from '../common/request-context';
 import { isJsonContentType, MAX_BODY_BYTES, parseJsonBody, readBody } from './request-body';
 
 /**
@@ -16,17 +17,18 @@ import { isJsonContentType, MAX_BODY_BYTES, parseJsonBody, readBody } from './re
  * parsing or validation, and a slow body is not waited for.
  */
 /** Only a request with a valid key, admitted to its tenant's slots, has its body read (or invited: request-hooks.ts). */
-export function bodyIsRead(request: RequestContext): boolean {
-  return request.auth !== undefined && request.tenantRefusal === undefined;
+export function bodyIsRead(context: RequestStore): boolean {
+  return context.auth !== undefined && context.tenantRefusal === undefined;
 }
 
-export function installBodyParser(fastify: FastifyInstance, connections: ConnectionLimiter): void {
+export function installBodyParser(fastify: FastifyInstance, connections: ConnectionLimiter, tracker: RequestTracker): void {
   for (const method of ['GET', 'HEAD', 'DELETE', 'OPTIONS']) fastify.addHttpMethod(method, { hasBody: true, overrideExisting: true });
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', (request: FastifyRequest, payload, done) => {
-    if (!bodyIsRead(request as unknown as RequestContext)) return done(null, undefined);
+    const context = tracker.contextOf(request);
+    if (!bodyIsRead(context)) return done(null, undefined);
     const parse = (bytes: Buffer) => {
-      (request as unknown as RequestContext).rawBody = bytes;
+      context.rawBody = bytes;
       const contentType = request.headers['content-type'];
       if (!isJsonContentType(contentType)) return done(null, bytes);
       try {

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { renderErrorBody } from '../common/error-body';
 import { requestLineLogger, type AppLogger } from '../common/logger';
-import { pathOf, REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from '../common/request-context';
+import { pathOf, REQUEST_ID_HEADER, requestLogFields, resolveRequestId } from '../common/request-context';
 import { UNMATCHED_ROUTE, type Metrics } from '../metrics/metrics';
 import type { RequestTracker } from './request-tracker';
 
@@ -24,8 +24,8 @@ function clientApiError(code: string | undefined): ApiError {
 export interface ClientErrorContext {
   logger: AppLogger;
   tracker: Pick<RequestTracker, 'unanswered'>;
-  /** the app's metrics, once configureApp ran (the adapter exists before the app) */
-  metrics(): Metrics | undefined;
+  /** the app's metrics (the same instance the app was given) */
+  metrics: Metrics;
   /** how long a client has for its headers: how long a request cut before them took */
   headersTimeoutMs: number;
 }
@@ -45,11 +45,11 @@ export function answerClientError(context: ClientErrorContext, error: Error & { 
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const open = context.tracker.unanswered(socket);
   const apiError = clientApiError(error.code);
-  const requestId = open ? (open.request as unknown as RequestContext).requestId : resolveRequestId(undefined);
+  const requestId = open ? open.context.requestId : resolveRequestId(undefined);
   // without a request the parser cut it at its headers: that is how long it took, for a timeout
   const elapsedMs = open ? open.reply.elapsedTime : apiError.code === ErrorCode.RequestTimeout ? context.headersTimeoutMs : 0;
   const fields = {
-    ...(open ? requestLogFields(open.request as unknown as RequestContext, apiError.status, elapsedMs) : { request_id: requestId, status: apiError.status }),
+    ...(open ? requestLogFields(open.context, open.request, apiError.status, elapsedMs) : { request_id: requestId, status: apiError.status }),
     client_error: error.code,
   };
   if (apiError.code === ErrorCode.RequestTimeout) {
@@ -58,7 +58,7 @@ export function answerClientError(context: ClientErrorContext, error: Error & { 
   } else {
     requestLineLogger(context.logger).info(fields, 'request');
   }
-  context.metrics()?.observeRequest(open?.request.method, open?.request.routeOptions.url ?? UNMATCHED_ROUTE, apiError.status, elapsedMs / 1000);
+  context.metrics.observeRequest(open?.request.method, open?.request.routeOptions.url ?? UNMATCHED_ROUTE, apiError.status, elapsedMs / 1000);
   // an answer already begun cannot be replaced: the connection just closes
   if (!open?.reply.raw.headersSent) writeAndClose(socket, apiError, requestId);
   else socket.destroy();
@@ -73,7 +73,7 @@ export function answerConnect(context: ClientErrorContext, request: IncomingMess
   const apiError = new ApiError(ErrorCode.BadRequest, 'CONNECT is not supported: this server is not a proxy.');
   const requestId = resolveRequestId(request.headers['x-request-id']);
   requestLineLogger(context.logger).info({ request_id: requestId, method: request.method, path: pathOf(request.url), status: apiError.status }, 'request');
-  context.metrics()?.observeRequest(request.method, UNMATCHED_ROUTE, apiError.status, 0);
+  context.metrics.observeRequest(request.method, UNMATCHED_ROUTE, apiError.status, 0);
   writeAndClose(socket, apiError, requestId);
 }
 

@@ -3,10 +3,10 @@ import { resolveTraceId } from '../../libs/trace-context/trace-context';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { renderErrorBody } from '../common/error-body';
 import { requestLineLogger } from '../common/logger';
-import { REQUEST_ID_HEADER, requestLogFields, resolveRequestId, type RequestContext } from '../common/request-context';
-import { runWithRequestDeadline } from '../database/request-scope';
+import { REQUEST_ID_HEADER, requestLogFields, resolveRequestId, runInRequestContext, type RequestStore } from '../common/request-context';
+import { startDatabaseDeadline } from '../database/request-scope';
 import { UNMATCHED_ROUTE } from '../metrics/metrics';
-import type { HttpLayer } from './adapter';
+import type { HttpLayer, KeyCheck } from './adapter';
 import { bodyIsRead } from './body-parser';
 import { takesKey } from './route-flags';
 
@@ -23,23 +23,30 @@ const SECURITY_HEADERS: Record<string, string> = {
   'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
 };
 
-/** The request id and trace id, on the request and the response; the request is tracked from here. */
-export function startRequest(layer: HttpLayer, request: FastifyRequest, reply: FastifyReply): void {
-  const ctx = request as unknown as RequestContext;
-  ctx.requestId = resolveRequestId(request.headers['x-request-id']);
-  ctx.traceId = resolveTraceId(request.headers.traceparent);
-  layer.tracker.started(request, reply);
-  void reply.header(REQUEST_ID_HEADER, ctx.requestId).headers(SECURITY_HEADERS);
+/**
+ * The request's context (its id, its trace id), its id on the response; the
+ * request is tracked from here. The caller runs the rest of the request in
+ * the context returned.
+ */
+export function startRequest(layer: HttpLayer, request: FastifyRequest, reply: FastifyReply): RequestStore {
+  const context: RequestStore = {
+    requestId: resolveRequestId(request.headers['x-request-id']),
+    traceId: resolveTraceId(request.headers.traceparent),
+    databaseDeadline: null,
+  };
+  layer.tracker.started(request, reply, context);
+  void reply.header(REQUEST_ID_HEADER, context.requestId).headers(SECURITY_HEADERS);
+  return context;
 }
 
 /**
  * The end of every request, routed or not: its one log line, and the HTTP
  * metrics by route template (`unmatched` when no route matched).
  */
-export function endRequest(layer: HttpLayer, request: FastifyRequest, reply: FastifyReply): void {
+export function endRequest(layer: HttpLayer, context: RequestStore, request: FastifyRequest, reply: FastifyReply): void {
   const elapsedMs = reply.elapsedTime;
-  requestLineLogger(layer.logger).info(requestLogFields(request as unknown as RequestContext, reply.statusCode, elapsedMs), 'request');
-  layer.metrics?.observeRequest(request.method, request.routeOptions.url ?? UNMATCHED_ROUTE, reply.statusCode, elapsedMs / 1000);
+  requestLineLogger(layer.logger).info(requestLogFields(context, request, reply.statusCode, elapsedMs), 'request');
+  layer.metrics.observeRequest(request.method, request.routeOptions.url ?? UNMATCHED_ROUTE, reply.statusCode, elapsedMs / 1000);
 }
 
 /**
@@ -47,12 +54,12 @@ export function endRequest(layer: HttpLayer, request: FastifyRequest, reply: Fas
  * exception filter writes. `closeConnection` when what follows on the
  * connection (an unread body) cannot be trusted to be the next request.
  */
-export function answerInHook(request: FastifyRequest, reply: FastifyReply, error: ApiError, closeConnection = false): void {
+export function answerInHook(context: RequestStore, reply: FastifyReply, error: ApiError, closeConnection = false): void {
   if (closeConnection) void reply.header('Connection', 'close');
   void reply
     .code(error.status)
     .type('application/json; charset=utf-8')
-    .send(JSON.stringify(renderErrorBody(error, (request as unknown as RequestContext).requestId)));
+    .send(JSON.stringify(renderErrorBody(error, context.requestId)));
 }
 
 /**
@@ -117,29 +124,27 @@ function noSuchMethod(): ApiError {
 
 /**
  * Who is calling, before the body is read, on a route that takes a key: the
- * authentication guard's own step (layer.authenticate), under a database
+ * authentication guard's own step (keys.authenticate), under a database
  * deadline of its own for the key lookup. Its outcome stays on the request
  * for the guards; only a request it found a valid key on has its body read
  * (body-parser.ts). A request with a valid key that sends a body then takes
- * its tenant's slots (layer.admit), so a body slow to arrive holds its own
+ * its tenant's slots (keys.admit), so a body slow to arrive holds its own
  * key's and organization's slots; a refusal stays on the request for the
  * tenant guard, in its place. A promise while either waits.
  */
-function admitBeforeBody(layer: HttpLayer, request: FastifyRequest, dbStatementTimeoutMs: number): Promise<void> | undefined {
-  if (!layer.authenticate || !takesKey(request)) return undefined;
-  const ctx = request as unknown as RequestContext;
+function admitBeforeBody(keys: KeyCheck, context: RequestStore, request: FastifyRequest, dbStatementTimeoutMs: number): Promise<void> | undefined {
+  if (!takesKey(request)) return undefined;
   const admit = (): Promise<void> | undefined => {
-    if (ctx.auth === undefined || !layer.admit || !announcesBody(request)) return undefined;
-    return layer.admit(ctx)?.catch((refusal: unknown) => {
-      ctx.tenantRefusal = refusal;
+    if (context.auth === undefined || !announcesBody(request)) return undefined;
+    return keys.admit(context)?.catch((refusal: unknown) => {
+      context.tenantRefusal = refusal;
     });
   };
-  return runWithRequestDeadline(dbStatementTimeoutMs, () => {
-    const authenticating = layer.authenticate!(ctx)?.catch((error: unknown) => {
-      ctx.authError = error;
-    });
-    return authenticating ? authenticating.then(admit) : admit();
+  startDatabaseDeadline(context, dbStatementTimeoutMs);
+  const authenticating = keys.authenticate(request, context)?.catch((error: unknown) => {
+    context.authError = error;
   });
+  return authenticating ? authenticating.then(admit) : admit();
 }
 
 /**
@@ -148,8 +153,8 @@ function admitBeforeBody(layer: HttpLayer, request: FastifyRequest, dbStatementT
  * slots. Any other is answered from its headers, and a client that waits
  * for the invitation never sends the body at all.
  */
-function inviteBody(request: FastifyRequest, reply: FastifyReply): void {
-  if (!bodyIsRead(request as unknown as RequestContext)) return;
+function inviteBody(context: RequestStore, request: FastifyRequest, reply: FastifyReply): void {
+  if (!bodyIsRead(context)) return;
   if (request.headers.expect?.toLowerCase() === '100-continue') reply.raw.writeContinue();
 }
 
@@ -161,8 +166,9 @@ function announcesBody(request: FastifyRequest): boolean {
 
 /**
  * The hooks every request passes, routed or not, in this order:
- * 1. `onRequest`: request id and trace id (first, so every refusal carries
- *    them), the in-flight tracker, HTTP's own refusals (missing, repeated
+ * 1. `onRequest`: the request context with its request id and trace id
+ *    (first, so every refusal carries them; everything after runs in it),
+ *    the in-flight tracker, HTTP's own refusals (missing, repeated
  *    or invalid Host, repeated Authorization, unmet Expect), a method no
  *    route serves (404); then, on a route that takes a key, the key (from
  *    memory, or looked up) and, for a request that sends a body, its
@@ -172,43 +178,46 @@ function announcesBody(request: FastifyRequest): boolean {
  *    without reading it, at once: Node discards the rest of the body as it
  *    comes (reading, nothing more), on a connection that counts as idle from
  *    then on (connection-limits.ts), so a slow body is not waited for;
- * 3. `preHandler`: the request's database scope (every query of the
- *    handler ends by one deadline counted from here, once the body is read:
- *    a slow upload is the request timeout's to bound, not the database's —
- *    docs/decisions.md, "Timeouts"; the key lookup, before the body, had a
- *    deadline of its own in step 1); then Nest
- *    runs guards → interceptors → pipe → handler → filter inside it;
+ * 3. `preHandler`: the request's database deadline starts again (every
+ *    query of the handler ends by one deadline counted from here, once the
+ *    body is read: a slow upload is the request timeout's to bound, not the
+ *    database's — docs/decisions.md, "Timeouts"; the key lookup, before the
+ *    body, had a budget of its own in step 1); then Nest runs guards →
+ *    interceptors → pipe → handler → filter;
  * 4. `onSend`: the answer, success or error, is on its way, so the handler
  *    has finished: the tenant's concurrency slots are given back;
  * 5. `onResponse`: the one log line and the HTTP metrics.
  */
-export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, dbStatementTimeoutMs: number): void {
-  fastify.decorateRequest('requestId', '');
-  fastify.decorateRequest('traceId', '');
+export function installRequestHooks(fastify: FastifyInstance, layer: HttpLayer, keys: KeyCheck, dbStatementTimeoutMs: number): void {
   fastify.addHook('onRequest', (request, reply, done) => {
-    startRequest(layer, request, reply);
-    const refusal = protocolRefusal(request);
-    if (refusal) return answerInHook(request, reply, refusal, true);
-    if (request.routeOptions.url === undefined && !layer.servedMethods.has(request.method)) return answerInHook(request, reply, noSuchMethod(), announcesBody(request));
-    const admitting = admitBeforeBody(layer, request, dbStatementTimeoutMs);
-    const proceed = () => {
-      inviteBody(request, reply);
-      done();
-    };
-    if (admitting) void admitting.then(proceed);
-    else proceed();
+    const context = startRequest(layer, request, reply);
+    // every later hook, the body reader and Nest's pipeline run in this context
+    runInRequestContext(context, () => {
+      const refusal = protocolRefusal(request);
+      if (refusal) return answerInHook(context, reply, refusal, true);
+      if (request.routeOptions.url === undefined && !layer.servedMethods.has(request.method)) {
+        return answerInHook(context, reply, noSuchMethod(), announcesBody(request));
+      }
+      const admitting = admitBeforeBody(keys, context, request, dbStatementTimeoutMs);
+      const proceed = () => {
+        inviteBody(context, request, reply);
+        done();
+      };
+      if (admitting) void admitting.then(proceed);
+      else proceed();
+    });
   });
   fastify.addHook('preHandler', (request, _reply, done) => {
     layer.tracker.handling(request);
-    runWithRequestDeadline(dbStatementTimeoutMs, () => done());
+    startDatabaseDeadline(layer.tracker.contextOf(request), dbStatementTimeoutMs);
+    done();
   });
   fastify.addHook('onSend', (request, _reply, payload, done) => {
-    const ctx = request as unknown as RequestContext;
-    ctx.releaseTenantSlots?.();
+    layer.tracker.contextOf(request).releaseTenantSlots?.();
     done(null, payload);
   });
   fastify.addHook('onResponse', (request, reply, done) => {
-    endRequest(layer, request, reply);
+    endRequest(layer, layer.tracker.contextOf(request), request, reply);
     done();
   });
 }

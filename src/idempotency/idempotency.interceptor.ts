@@ -4,7 +4,7 @@ import { from, lastValueFrom, mergeMap, of, type Observable } from 'rxjs';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { apiErrorOf, renderErrorBody } from '../common/error-body';
 import { LOGGER, loggableError, type AppLogger } from '../common/logger';
-import { pathOf, type RequestContext } from '../common/request-context';
+import { pathOf, requestContext, type HttpRequest, type RequestStore } from '../common/request-context';
 import { DatabaseConnection } from '../database/connection';
 import { Metrics } from '../metrics/metrics';
 import type { IdempotencyRecord } from './idempotency.repository';
@@ -31,7 +31,7 @@ interface Attempt {
   key: string;
   fingerprint: string;
   startedAt: Date;
-  request: RequestContext;
+  request: RequestStore;
   response: unknown;
 }
 
@@ -62,17 +62,19 @@ export class IdempotencyInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> | Promise<Observable<unknown>> {
     if (context.getType() !== 'http') return next.handle();
     const http = context.switchToHttp();
-    const request = http.getRequest<RequestContext>();
+    const request = http.getRequest<HttpRequest>();
+    const caller = requestContext();
     const method = (request.method ?? 'GET').toUpperCase();
     // GET and DELETE ignore the header; public routes have no organization to scope it to
-    if (!IDEMPOTENT_METHODS.has(method) || !request.auth) return next.handle();
+    if (!IDEMPOTENT_METHODS.has(method) || !caller.auth) return next.handle();
     const key = parseIdempotencyKey(request.headers['idempotency-key']);
     if (key === null) return next.handle();
-    return this.interceptKeyed(request, http.getResponse<{ statusCode: number }>(), method, request.auth.orgId, key, next);
+    return this.interceptKeyed(request, caller, http.getResponse<{ statusCode: number }>(), method, caller.auth.orgId, key, next);
   }
 
   private async interceptKeyed(
-    request: RequestContext,
+    request: HttpRequest,
+    caller: RequestStore,
     response: { statusCode: number },
     method: string,
     orgId: string,
@@ -80,13 +82,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     next: CallHandler,
   ): Promise<Observable<unknown>> {
     const startedAt = new Date();
-    const fingerprint = requestFingerprint(method, pathOf(request.url), request.rawBody);
+    const fingerprint = requestFingerprint(method, pathOf(request.url), caller.rawBody);
 
     let existing: IdempotencyRecord | null;
     try {
       existing = await this.idempotency.findLive(orgId, key, startedAt);
     } catch (error) {
-      this.logger.warn({ request_id: request.requestId, err: loggableError(error) }, 'idempotency store unavailable');
+      this.logger.warn({ err: loggableError(error) }, 'idempotency store unavailable');
       throw new ApiError(
         ErrorCode.ServiceUnavailable,
         'The idempotency store is temporarily unavailable; the request was not executed. Retry with the same key.',
@@ -96,12 +98,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     if (existing) {
       if (existing.fingerprint !== fingerprint) throw this.keyReused();
-      return this.replay(existing, request, response);
+      return this.replay(existing, caller, response);
     }
 
     // Nest sets the route's success status before the interceptors run
     const successStatus = response.statusCode;
-    const attempt: Attempt = { orgId, key, fingerprint, startedAt, request, response };
+    const attempt: Attempt = { orgId, key, fingerprint, startedAt, request: caller, response };
     return from(this.execute(attempt, successStatus, next)).pipe(mergeMap((outcome) => outcome));
   }
 
@@ -150,7 +152,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     try {
       winner = await this.idempotency.findLive(attempt.orgId, attempt.key, attempt.startedAt);
     } catch (lookupError) {
-      this.logger.warn({ request_id: attempt.request.requestId, err: loggableError(lookupError) }, 'idempotency store unavailable');
+      this.logger.warn({ err: loggableError(lookupError) }, 'idempotency store unavailable');
     }
     if (!winner) {
       if (!(error instanceof LostRace)) throw error;
@@ -165,7 +167,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return keyReused();
   }
 
-  private replay(record: IdempotencyRecord, request: RequestContext, response: unknown): Observable<unknown> {
+  private replay(record: IdempotencyRecord, request: RequestStore, response: unknown): Observable<unknown> {
     this.metrics.idempotencyOutcome('replayed');
     this.adapterHost.httpAdapter.setHeader(response, IDEMPOTENT_REPLAYED_HEADER, 'true');
     const stored = record.body as StoredEnvelope;
@@ -189,7 +191,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       }
       this.logger.warn(
         // not the query error's message: its parameters are the response body being stored
-        { request_id: attempt.request.requestId, err: loggableError(error) },
+        { err: loggableError(error) },
         'idempotency record not stored; the write is rolled back',
       );
       throw new ApiError(ErrorCode.ServiceUnavailable, 'The request could not be recorded and was rolled back. Retry with the same key.', undefined, {
@@ -210,7 +212,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     } catch (error) {
       this.logger.warn(
         // not the query error's message: its parameters are the response body being stored
-        { request_id: attempt.request.requestId, err: loggableError(error) },
+        { err: loggableError(error) },
         'idempotency record not stored; the response is sent anyway',
       );
       return null;

@@ -1,5 +1,5 @@
-import { Global, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '../config/config';
+import { Global, Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { AppConfig } from '../config/config';
 import { DatabaseConnection } from '../database/connection';
 import { Metrics } from './metrics';
 import { MetricsServer } from './metrics.server';
@@ -32,12 +32,19 @@ class DatabaseMetrics implements OnModuleInit, OnApplicationShutdown {
  * is collected and no port is opened.
  */
 @Global()
-@Module({
-  providers: [
-    { provide: Metrics, inject: [APP_CONFIG], useFactory: (config: AppConfig) => new Metrics(config.metricsPort !== null) },
-    MetricsServer,
-    DatabaseMetrics,
-  ],
-  exports: [Metrics, MetricsServer],
-})
-export class MetricsModule {}
+@Module({})
+export class MetricsModule {
+  /** `metrics`: the instance the HTTP adapter counts requests in too (made by whoever creates both) */
+  static forRoot(metrics: Metrics): DynamicModule {
+    return {
+      module: MetricsModule,
+      providers: [{ provide: Metrics, useValue: metrics }, MetricsServer, DatabaseMetrics],
+      exports: [Metrics, MetricsServer],
+    };
+  }
+}
+
+/** The registry of a service built from `config`: collecting only when METRICS_PORT is set. */
+export function metricsFor(config: Pick<AppConfig, 'metricsPort'>): Metrics {
+  return new Metrics(config.metricsPort !== null);
+}

@@ -3,7 +3,6 @@ import { LOGGER, type AppLogger } from '../common/logger';
 import { Metrics } from '../metrics/metrics';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { RateLimiter } from './rate-limiter';
-import { RateLimitGuard, RateLimitHeaders } from './rate-limit.guard';
 import { MemoryRateLimitStorage, RATE_LIMIT_STORAGE, type RateLimitStorage } from './rate-limit.storage';
 import { RedisRateLimitStorage } from './redis-rate-limit.storage';
 
@@ -27,7 +26,7 @@ class RateLimitStorageLifecycle implements OnModuleInit, OnApplicationShutdown {
 
 /**
  * The rate limiter; counters in Redis when REDIS_URL is set (shared by every
- * instance), otherwise in memory, and its guard (rate-limit.guard.ts).
+ * instance), otherwise in memory. Its guard is src/guards/rate-limit.guard.ts.
  */
 @Module({
   providers: [
@@ -41,9 +40,7 @@ class RateLimitStorageLifecycle implements OnModuleInit, OnApplicationShutdown {
     },
     RateLimitStorageLifecycle,
     RateLimiter,
-    RateLimitHeaders,
-    RateLimitGuard,
   ],
-  exports: [RATE_LIMIT_STORAGE, RateLimiter, RateLimitHeaders, RateLimitGuard],
+  exports: [RATE_LIMIT_STORAGE, RateLimiter],
 })
 export class RateLimitModule {}

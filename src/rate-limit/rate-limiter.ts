@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { isIPv6 } from 'node:net';
 import { ApiError, ErrorCode } from '../common/api-error';
-import { parseIpv6 } from '../common/url-policy';
+import { parseIpv6 } from '../../libs/url-policy/url-policy';
 import type { AuthContext } from '../common/request-context';
 import { APP_CONFIG, type AppConfig, type RateLimitBudget } from '../config/config';
 import { Metrics } from '../metrics/metrics';

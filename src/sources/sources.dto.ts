@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsObject, IsString, MaxLength } from 'class-validator';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { BodyPrecheck, OptionalNonNull } from '../common/validation';
-import { OUTBOUND_URL_RULES } from '../common/url-policy';
+import { OUTBOUND_URL_RULES } from '../../libs/url-policy/url-policy';
 import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERNS, PATH_PATTERN, refuseUncreatableType, SOURCE_CONFIG_RULES } from './sources.rules';
 
 const PATH_PATTERN_SCHEMA = { type: 'string', minLength: 1, maxLength: BOUNDS.url, pattern: PATH_PATTERN } as const;

@@ -1,7 +1,7 @@
 import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
 import { addFieldError } from '../common/field-errors';
 import { BOUNDS } from '../common/input-bounds';
-import { outboundUrlProblem } from '../common/url-policy';
+import { outboundUrlProblem } from '../../libs/url-policy/url-policy';
 import { MAX_BODY_DEPTH, nestingDepth } from '../common/validation';
 
 /**

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { TenantConcurrencyGuard } from '../../src/common/tenant-concurrency';
+import { TenantConcurrencyGuard } from '../../src/guards/tenant-concurrency.guard';
 import { createOrg, type TestOrg } from '../support/factories';
 import { createTestApp, type TestApp } from '../support/test-app';
 

@@ -6,7 +6,9 @@ import { Writable } from 'node:stream';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
 import { AppModule } from '../../src/app.module';
-import { APP_OPTIONS, configureApp, createHttpAdapter, initApp } from '../../src/bootstrap';
+import { APP_OPTIONS, composeHttpApp, initApp } from '../../src/http-app';
+import { createHttpAdapter } from '../../src/http/adapter';
+import { metricsFor } from '../../src/metrics/metrics.module';
 import { createLogger, type AppLogger } from '../../src/common/logger';
 import { loadConfig, type AppConfig } from '../../src/config/config';
 import { DatabaseConnection, PGLITE_EXTENSIONS } from '../../src/database/connection';
@@ -79,11 +81,12 @@ export async function createTestApp(overrides: Partial<AppConfig> = {}, options:
   );
   const logger = createLogger(config, sink);
   const connection = await openTestDatabase(config, logger);
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config, logger, { connection }), ...(options.imports ?? [])] })
+  const metrics = metricsFor(config);
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config, logger, { connection, metrics }), ...(options.imports ?? [])] })
     .setLogger(false as never)
     .compile();
-  const app = moduleRef.createNestApplication(createHttpAdapter(logger, config), APP_OPTIONS);
-  configureApp(app, logger);
+  const app = moduleRef.createNestApplication(createHttpAdapter(logger, metrics, config), APP_OPTIONS);
+  composeHttpApp(app);
   try {
     await initApp(app);
   } catch (error) {

@@ -1,8 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { ApiError, ErrorCode } from '../common/api-error';
-import type { AuthContext, RequestContext } from '../common/request-context';
-import { Metrics } from '../metrics/metrics';
-import { RouteAccess } from './route-access';
+import { requestContext, type AuthContext, type HttpRequest } from '../common/request-context';
+import { RouteAccess } from '../auth/route-access';
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -28,27 +27,20 @@ function authorize(auth: AuthContext, scope: string | undefined, method: string 
 }
 
 /**
- * The last of the three access guards (app.module.ts): the 401 of a missing
- * or bad key (after the rate-limit guard counted it), then the route's scope
- * and the organization's status (403). A route that declares neither
- * `@Public()` nor `@RequireScope()` is closed to every key.
+ * The third guard (app.module.ts): the route's scope and the organization's
+ * status (403), for a caller the authentication guard let through. A route
+ * that declares neither `@Public()` nor `@RequireScope()` is closed to every
+ * key.
  */
 @Injectable()
 export class AuthorizationGuard implements CanActivate {
-  constructor(
-    private readonly access: RouteAccess,
-    private readonly metrics: Metrics,
-  ) {}
+  constructor(private readonly access: RouteAccess) {}
 
   canActivate(context: ExecutionContext): boolean {
     if (this.access.isOpen(context)) return true;
-    const request = context.switchToHttp().getRequest<RequestContext>();
-    if (request.authFailure) {
-      this.metrics.authFailure(request.authFailure.reason);
-      throw request.authFailure;
-    }
-    // the authentication guard always sets one of the two
-    authorize(request.auth!, this.access.of(context).scope, request.method);
+    const request = context.switchToHttp().getRequest<HttpRequest>();
+    // the authentication guard before this one let only a caller with a valid key through
+    authorize(requestContext().auth!, this.access.of(context).scope, request.method);
     return true;
   }
 }

@@ -1,9 +1,8 @@
-import type { ExecutionContext } from '@nestjs/common';
 import type { AppConfig } from '../config/config';
 import { Metrics } from '../metrics/metrics';
-import { ApiError } from './api-error';
-import type { RequestContext } from './request-context';
-import { KeyedSlots, TenantConcurrencyGuard } from './tenant-concurrency';
+import { ApiError } from '../common/api-error';
+import { runInRequestContext, type RequestStore } from '../common/request-context';
+import { KeyedSlots, TenantConcurrencyGuard } from './tenant-concurrency.guard';
 
 describe('KeyedSlots', () => {
   it('gives out `limit` slots per name, hands a released slot to the oldest waiter, and forgets idle names', async () => {
@@ -44,29 +43,30 @@ describe('KeyedSlots', () => {
 
 describe('TenantConcurrencyGuard', () => {
   const config = { orgConcurrency: 2, keyConcurrency: 1, dbStatementTimeoutMs: 30 } as AppConfig;
-  const request = (orgId: string, keyId: string): RequestContext => ({ auth: { orgId, keyId } }) as RequestContext;
-  const context = (req: RequestContext) => ({ switchToHttp: () => ({ getRequest: () => req }) }) as unknown as ExecutionContext;
+  const request = (orgId: string, keyId: string): RequestStore => ({ auth: { orgId, keyId } }) as RequestStore;
+  // the guard reads the request being served from its context
+  const activate = (guard: TenantConcurrencyGuard, req: RequestStore) => runInRequestContext(req, () => guard.canActivate());
   const refusal = (outcome: true | Promise<true>) => Promise.resolve(outcome).then(() => null, (error: unknown) => error);
 
   it('admits at once while the tenant has free slots, and the answer being sent gives them back', () => {
     const guard = new TenantConcurrencyGuard(config, new Metrics(false));
     const first = request('org', 'k1');
     // synchronous: Nest awaits only a guard that returns a promise
-    expect(guard.canActivate(context(first))).toBe(true);
+    expect(activate(guard, first)).toBe(true);
     expect([guard.keys.held('k1'), guard.orgs.held('org')]).toEqual([1, 1]);
     first.releaseTenantSlots!();
     first.releaseTenantSlots!(); // called once per answer; a second call frees nothing more
     expect([guard.keys.held('k1'), guard.orgs.held('org')]).toEqual([0, 0]);
     // a public route (no key) takes no slot
-    expect(guard.canActivate(context({} as RequestContext))).toBe(true);
+    expect(activate(guard, {} as RequestStore)).toBe(true);
   });
 
   it('lets a waiting request in when a slot is given back within its wait', async () => {
     const guard = new TenantConcurrencyGuard({ ...config, dbStatementTimeoutMs: 1000 }, new Metrics(false));
     const first = request('org', 'k1');
-    guard.canActivate(context(first));
+    activate(guard, first);
     const second = request('org', 'k1');
-    const admitted = guard.canActivate(context(second));
+    const admitted = activate(guard, second);
     expect(admitted).toBeInstanceOf(Promise);
     first.releaseTenantSlots!();
     await expect(admitted).resolves.toBe(true);
@@ -78,19 +78,19 @@ describe('TenantConcurrencyGuard', () => {
   it('refuses with 503 and Retry-After the request of a key, then of an organization, that kept its bound busy for the whole wait', async () => {
     const guard = new TenantConcurrencyGuard(config, new Metrics(false));
     // one request of key k1 in progress (its answer is never sent here)
-    expect(guard.canActivate(context(request('org', 'k1')))).toBe(true);
-    const byKey = await refusal(guard.canActivate(context(request('org', 'k1'))));
+    expect(activate(guard, request('org', 'k1'))).toBe(true);
+    const byKey = await refusal(activate(guard, request('org', 'k1')));
     expect(byKey).toBeInstanceOf(ApiError);
     expect((byKey as ApiError).status).toBe(503);
     expect((byKey as ApiError).headers).toEqual({ 'Retry-After': '1' });
     expect((byKey as ApiError).message).toMatch(/API key already has 1 requests in progress/);
     // a second key fills the organization's two slots; a third key waits, then is refused
-    expect(guard.canActivate(context(request('org', 'k2')))).toBe(true);
-    const byOrg = await refusal(guard.canActivate(context(request('org', 'k3'))));
+    expect(activate(guard, request('org', 'k2'))).toBe(true);
+    const byOrg = await refusal(activate(guard, request('org', 'k3')));
     expect((byOrg as ApiError).message).toMatch(/organization already has 2 requests in progress/);
     // the refused request gave its key's slot back
     expect(guard.keys.held('k3')).toBe(0);
     // another organization is not affected
-    expect(guard.canActivate(context(request('other', 'k4')))).toBe(true);
+    expect(activate(guard, request('other', 'k4'))).toBe(true);
   });
 });

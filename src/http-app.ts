@@ -1,23 +1,19 @@
 import { RequestMethod, type INestApplication, type NestApplicationOptions } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
-import type { AppLogger } from './common/logger';
-import { AuthenticationGuard } from './auth/authentication.guard';
-import { TenantConcurrencyGuard } from './common/tenant-concurrency';
+import { AuthenticationGuard } from './guards/authentication.guard';
+import { TenantConcurrencyGuard } from './guards/tenant-concurrency.guard';
 import { Metrics } from './metrics/metrics';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { API_PREFIX } from './common/api-paths';
 import { PROBE_PATHS } from './health/health.controller';
 import { buildOpenApiDocument } from './meta/openapi-document';
 import { OpenApiDocumentHolder } from './meta/meta.controller';
-import { httpLayerOf } from './http/adapter';
+import { httpLayerOf, type KeyCheck } from './http/adapter';
 import { serveApiReference } from './http/api-reference';
 import { installBodyParser } from './http/body-parser';
 import { installRequestHooks } from './http/request-hooks';
 import type { RequestTracker } from './http/request-tracker';
-
-export { createHttpAdapter } from './http/adapter';
-export type { InFlightRequest, RequestTracker } from './http/request-tracker';
 
 /** Options every app instance is created with (server and tests alike): the body is read by src/http/body-parser.ts. */
 export const APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
@@ -33,15 +29,16 @@ function fastifyOf(app: INestApplication): FastifyInstance {
  * request, in order, is in docs/decisions.md ("The lifecycle of a request").
  * Returns the tracker of requests in flight (shutdown reads it).
  */
-export function configureApp(app: INestApplication, logger: AppLogger): RequestTracker {
+export function composeHttpApp(app: INestApplication): RequestTracker {
   const fastify = fastifyOf(app);
   const layer = httpLayerOf(fastify);
-  layer.logger = logger;
-  layer.metrics = app.get(Metrics);
+  if (app.get(Metrics) !== layer.metrics) throw new Error('the HTTP adapter and the app were given different Metrics instances');
   const authentication = app.get(AuthenticationGuard);
-  layer.authenticate = (request) => authentication.authenticate(request);
   const tenants = app.get(TenantConcurrencyGuard);
-  layer.admit = (request) => tenants.admit(request);
+  const keys: KeyCheck = {
+    authenticate: (request, context) => authentication.authenticate(request, context),
+    admit: (context) => tenants.admit(context),
+  };
   const routes: ServedRoute[] = [];
   SERVED_ROUTES.set(app, routes);
   fastify.addHook('onRoute', (route) => {
@@ -50,8 +47,8 @@ export function configureApp(app: INestApplication, logger: AppLogger): RequestT
       layer.servedMethods.add(method);
     }
   });
-  installRequestHooks(fastify, layer, app.get<AppConfig>(APP_CONFIG).dbStatementTimeoutMs);
-  installBodyParser(fastify, layer.connections);
+  installRequestHooks(fastify, layer, keys, app.get<AppConfig>(APP_CONFIG).dbStatementTimeoutMs);
+  installBodyParser(fastify, layer.connections, layer.tracker);
 
   // the probes are not part of the v1 API: an orchestrator finds them at /healthz and /readyz
   app.setGlobalPrefix(API_PREFIX, { exclude: PROBE_PATHS.map((path) => ({ path, method: RequestMethod.GET })) });

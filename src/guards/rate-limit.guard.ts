@@ -1,9 +1,9 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { RouteAccess } from '../auth/route-access';
-import type { RequestContext } from '../common/request-context';
+import { requestContext, type HttpRequest } from '../common/request-context';
 import { Metrics } from '../metrics/metrics';
-import { RateLimiter, type RateDecision } from './rate-limiter';
+import { RateLimiter, type RateDecision } from '../rate-limit/rate-limiter';
 
 /** Writes a rate-limit decision on the response: the X-RateLimit-* headers, and the 429 when the budget is spent. */
 @Injectable()
@@ -22,8 +22,8 @@ export class RateLimitHeaders {
 }
 
 /**
- * The second of the three access guards (app.module.ts): counts the
- * request against its key's budget, or its client address's when the key
+ * The first guard (app.module.ts): counts the request against its key's
+ * budget (the first request hook checked the key, src/http/request-hooks.ts), or its client address's when the key
  * is missing or bad (so key guessing is throttled: TRUSTED_PROXIES says
  * when the address comes from X-Forwarded-For); X-RateLimit-* headers,
  * 429 when spent. Public routes are not rate limited.
@@ -39,8 +39,11 @@ export class RateLimitGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     if (this.access.isOpen(context)) return true;
     const http = context.switchToHttp();
-    const request = http.getRequest<RequestContext>();
-    const subject = request.auth ? { auth: request.auth } : { clientAddress: request.ip ?? request.socket?.remoteAddress };
+    const request = http.getRequest<HttpRequest>();
+    const { auth, authError } = requestContext();
+    // a key that could not be checked (the database): the authentication guard answers 503, uncounted
+    if (authError !== undefined) return true;
+    const subject = auth ? { auth } : { clientAddress: request.ip ?? request.socket?.remoteAddress };
     const apply = (decision: RateDecision): true => {
       this.headers.apply(http.getResponse<unknown>(), decision);
       return true;

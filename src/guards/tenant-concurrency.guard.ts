@@ -1,9 +1,9 @@
-import { ExecutionContext, Inject, Injectable, type CanActivate } from '@nestjs/common';
+import { Inject, Injectable, type CanActivate } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { remainingMs } from '../database/request-scope';
 import { Metrics } from '../metrics/metrics';
-import { ApiError, ErrorCode } from './api-error';
-import type { RequestContext } from './request-context';
+import { ApiError, ErrorCode } from '../common/api-error';
+import { requestContext, type RequestStore } from '../common/request-context';
 
 /** A request that waited its whole budget for a slot: the same answer as a saturated database. */
 function busy(who: 'organization' | 'key', limit: number): ApiError {
@@ -107,8 +107,8 @@ export class TenantConcurrencyGuard implements CanActivate {
     this.keys = new KeyedSlots(config.keyConcurrency);
   }
 
-  canActivate(context: ExecutionContext): true | Promise<true> {
-    const request = context.switchToHttp().getRequest<RequestContext>();
+  canActivate(): true | Promise<true> {
+    const request = requestContext();
     // public routes (the access guards before this one refused every other request without a key)
     if (!request.auth) return true;
     // refused, or admitted, before its body was read (admit, called by the HTTP layer)
@@ -126,7 +126,7 @@ export class TenantConcurrencyGuard implements CanActivate {
    * so a body still arriving holds its own tenant's slots, not everyone's
    * connections; the guard calls it for any other request.
    */
-  admit(request: RequestContext): Promise<void> | undefined {
+  admit(request: RequestStore): Promise<void> | undefined {
     const auth = request.auth!;
     const key = this.keys.tryAcquire(auth.keyId);
     if (key) return this.enterOrganization(request, auth.orgId, key);
@@ -140,7 +140,7 @@ export class TenantConcurrencyGuard implements CanActivate {
     });
   }
 
-  private enterOrganization(request: RequestContext, orgId: string, key: () => void, queuedAt?: number): Promise<void> | undefined {
+  private enterOrganization(request: RequestStore, orgId: string, key: () => void, queuedAt?: number): Promise<void> | undefined {
     const org = this.orgs.tryAcquire(orgId);
     if (org) return this.hold(request, org, key, queuedAt);
     const orgQueuedAt = queuedAt ?? Date.now();
@@ -154,7 +154,7 @@ export class TenantConcurrencyGuard implements CanActivate {
     });
   }
 
-  private hold(request: RequestContext, org: () => void, key: () => void, queuedAt?: number): undefined {
+  private hold(request: RequestStore, org: () => void, key: () => void, queuedAt?: number): undefined {
     if (queuedAt !== undefined) {
       const until = Date.now();
       request.tenantQueue = { waitedMs: until - queuedAt, until };

@@ -18,8 +18,12 @@
  * address it actually connects to.
  */
 
-import { BOUNDS } from './input-bounds';
 import { getPublicSuffix } from 'tldts';
+
+/** The longest outbound URL accepted (the API's bound for every URL field, `BOUNDS.url`). */
+export const MAX_URL_LENGTH = 2_048;
+/** The longest placeholder name, which is a custom tool's parameter name (`BOUNDS.toolParameterName`). */
+export const MAX_PLACEHOLDER_NAME_LENGTH = 64;
 
 /**
  * `{{ name }}`: a placeholder, the same in a custom tool's `url` and
@@ -28,7 +32,7 @@ import { getPublicSuffix } from 'tldts';
  */
 export const PLACEHOLDER_NAME_CHARS = 'A-Za-z0-9_.-';
 export function placeholderPattern(): RegExp {
-  return new RegExp(`\\{\\{[ \\t]*([${PLACEHOLDER_NAME_CHARS}]{1,${BOUNDS.toolParameterName}})[ \\t]*\\}\\}`, 'g');
+  return new RegExp(`\\{\\{[ \\t]*([${PLACEHOLDER_NAME_CHARS}]{1,${MAX_PLACEHOLDER_NAME_LENGTH}})[ \\t]*\\}\\}`, 'g');
 }
 
 // ---------- IP addresses ----------
@@ -302,7 +306,7 @@ const ADDRESS_PROBLEM = 'must not point at a loopback, private, link-local, rese
  */
 export function outboundUrlProblem(value: string, options: UrlPolicyOptions = {}): string | null {
   if (value.length === 0) return 'must not be empty';
-  if (value.length > BOUNDS.url) return `must be at most ${BOUNDS.url} characters`;
+  if (value.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
   // placeholders stand aside first, so `{{ q }}` is judged as `{{q}}` is
   const literal = options.allowPlaceholders ? value.replace(placeholderPattern(), '') : value;
   // the URL parser silently strips or percent-encodes these; a URL that relies on that is ambiguous
