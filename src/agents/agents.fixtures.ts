@@ -8,7 +8,6 @@ import { AgentsRepository, type NewAgentRow } from './agents.repository';
 import { buildAgentRow } from './agents.rules';
 import { CASCADE_REASON } from './agent-cascade.repository';
 import { IsDateTime } from '../common/validation';
-import { hasFieldErrors } from '../common/field-errors';
 
 /**
  * An agent in a fixture: the fields POST /agents takes, with their rules
@@ -95,10 +94,10 @@ export class AgentsFixtureSection extends RegisteredFixtureSection<NewAgentRow[]
     const items: AgentFixture[] = [];
     // the API's own row builder: same defaults, id normalization and rules as POST /agents
     const rows = this.parseRows(AgentFixture, value, path, ctx, (item, at): NewAgentRow => {
-      const { row, problems } = buildAgentRow(ctx.orgId, item);
-      if (hasFieldErrors(problems)) throw firstProblem(problems, at);
+      const built = buildAgentRow(ctx.orgId, item);
+      if (!built.ok) throw firstProblem(built.fields, at);
       items.push(item);
-      return row;
+      return built.value;
     });
     ctx.declared.set(INACTIVE_AGENTS, new Set(rows.filter((row) => row.isActive === false).map((row) => row.id!)));
     ctx.declared.set(DELETED_AGENTS, new Set(rows.filter((row) => row.deletedAt).map((row) => row.id!)));
