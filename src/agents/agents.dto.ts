@@ -6,7 +6,7 @@ import { PartialUpdateBody, SchemaRules } from '../common/openapi';
 import { HEX_COLOR_DESCRIPTION, HEX_COLOR_PATTERN } from '../common/validation';
 import { BooleanField, DateTimeField, IdField, IdListField, JsonObjectField, ObjectListField, TextField } from '../common/field';
 
-export const HANDLE_PATTERN = /^[a-zA-Z][a-zA-Z0-9]*$/;
+const HANDLE_PATTERN = /^[a-zA-Z][a-zA-Z0-9]*$/;
 const HANDLE_MESSAGE = 'handle must start with a letter and contain only letters and digits';
 export const AGENT_PATH_ID_PATTERN = idPattern('agent', { allowBare: true });
 export const DEFAULT_AGENT_COLOR = '#6366f1';
@@ -19,13 +19,13 @@ export const DEFAULT_AGENT_COLOR = '#6366f1';
  * either: so the pattern alone is the whole rule, as the document states it.
  * https URLs, image data URLs and short identifiers (`robot`, `🤖`) pass.
  */
-export const AVATAR_PATTERN = new RegExp(
+const AVATAR_PATTERN = new RegExp(
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
   '^(?! )(?![jJ][aA][vV][aA][sS][cC][rR][iI][pP][tT]:|[vV][bB][sS][cC][rR][iI][pP][tT]:|[fF][iI][lL][eE]:|[dD][aA][tT][aA]:(?![iI][mM][aA][gG][eE]/))[^\\u0000-\\u001f\\u007f]*$',
 );
 const AVATAR_REFUSED = '`javascript:`, `vbscript:`, `file:` and `data:` URLs other than `data:image/…` are refused (422), and so are control characters and a leading space';
-export const AVATAR_MESSAGE = `must be an image URL or a short identifier: ${AVATAR_REFUSED}`;
-export const DATA_SOURCE_SCOPES = ['all', 'selected'] as const;
+const AVATAR_MESSAGE = `must be an image URL or a short identifier: ${AVATAR_REFUSED}`;
+const DATA_SOURCE_SCOPES = ['all', 'selected'] as const;
 /** a ToolRef whose name starts with this occupies one of the plan's `custom_tool_slots` */
 export const CUSTOM_TOOL_PREFIX = 'custom_';
 
