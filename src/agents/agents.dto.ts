@@ -1,25 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { EXACT_JSON_RULES } from '../common/exact-json';
-import { Type } from 'class-transformer';
-import {
-  ArrayMaxSize,
-  IsArray,
-  IsBoolean,
-  IsIn,
-  IsNotEmpty,
-  IsObject,
-  IsOptional,
-  IsString,
-  Matches,
-  MaxLength,
-  ValidateIf,
-  ValidateNested,
-} from 'class-validator';
-import { BOUNDS, idPattern, IsBoundedJson } from '../common/input-bounds';
+import { IsIn, IsString, MaxLength, ValidateIf } from 'class-validator';
+import { BOUNDS, idPattern } from '../common/input-bounds';
 import { PartialUpdateBody, SchemaRules } from '../common/openapi';
-import { DATE_TIME_DESCRIPTION, HEX_COLOR_DESCRIPTION, HEX_COLOR_PATTERN, IsDateTime, OptionalNonNull } from '../common/validation';
+import { HEX_COLOR_DESCRIPTION, HEX_COLOR_PATTERN } from '../common/validation';
+import { BooleanField, DateTimeField, IdField, IdListField, JsonObjectField, ObjectListField, TextField } from '../common/field';
 
-export const HANDLE_PATTERN = /^[a-zA-Z][a-zA-Z0-9]*$/;
+const HANDLE_PATTERN = /^[a-zA-Z][a-zA-Z0-9]*$/;
+const HANDLE_MESSAGE = 'handle must start with a letter and contain only letters and digits';
 export const AGENT_PATH_ID_PATTERN = idPattern('agent', { allowBare: true });
 export const DEFAULT_AGENT_COLOR = '#6366f1';
 /**
@@ -31,55 +19,35 @@ export const DEFAULT_AGENT_COLOR = '#6366f1';
  * either: so the pattern alone is the whole rule, as the document states it.
  * https URLs, image data URLs and short identifiers (`robot`, `🤖`) pass.
  */
-export const AVATAR_PATTERN = new RegExp(
+const AVATAR_PATTERN = new RegExp(
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
   '^(?! )(?![jJ][aA][vV][aA][sS][cC][rR][iI][pP][tT]:|[vV][bB][sS][cC][rR][iI][pP][tT]:|[fF][iI][lL][eE]:|[dD][aA][tT][aA]:(?![iI][mM][aA][gG][eE]/))[^\\u0000-\\u001f\\u007f]*$',
 );
 const AVATAR_REFUSED = '`javascript:`, `vbscript:`, `file:` and `data:` URLs other than `data:image/…` are refused (422), and so are control characters and a leading space';
-export const AVATAR_MESSAGE = `must be an image URL or a short identifier: ${AVATAR_REFUSED}`;
-export const DATA_SOURCE_SCOPES = ['all', 'selected'] as const;
+const AVATAR_MESSAGE = `must be an image URL or a short identifier: ${AVATAR_REFUSED}`;
+const DATA_SOURCE_SCOPES = ['all', 'selected'] as const;
 /** a ToolRef whose name starts with this occupies one of the plan's `custom_tool_slots` */
 export const CUSTOM_TOOL_PREFIX = 'custom_';
 
-const CONNECTOR_ID = { pattern: idPattern('connector', { allowBare: true }), maxLength: BOUNDS.id };
-const AGENT_ID = { pattern: idPattern('agent', { allowBare: true }), maxLength: BOUNDS.id };
+const CONNECTOR_ID = idPattern('connector', { allowBare: true });
 
 export class ToolRefDto {
-  @ApiProperty({ description: 'Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix.', minLength: 1, maxLength: BOUNDS.name })
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(BOUNDS.name)
+  @TextField({ minLength: 1, maxLength: BOUNDS.name, description: 'Base tool name, e.g. `<connector>_get_ticket`; never the multi-instance suffix.' })
   name!: string;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, ...CONNECTOR_ID, description: 'Connector instance id; null for built-in or knowledge tools.' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(BOUNDS.id)
+  @IdField({ optional: true, nullable: true, pattern: CONNECTOR_ID, description: 'Connector instance id; null for built-in or knowledge tools.' })
   connector_id?: string | null;
 }
 
 export class DataSourceRefDto {
-  @ApiProperty({ example: 'source_0123456789abcdef01234567', pattern: idPattern('source'), minLength: 1, maxLength: BOUNDS.id })
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(BOUNDS.id)
+  @IdField({ example: 'source_0123456789abcdef01234567', pattern: idPattern('source'), minLength: 1 })
   source_id!: string;
 
   @ApiProperty({ enum: DATA_SOURCE_SCOPES })
   @IsIn(DATA_SOURCE_SCOPES)
   scope!: 'all' | 'selected';
 
-  @ApiPropertyOptional({
-    type: 'array',
-    items: { type: 'string', pattern: idPattern('document'), maxLength: BOUNDS.id },
-    maxItems: BOUNDS.documentsPerSource,
-    description: 'Document ids to include when `scope` = `selected`.',
-  })
-  @OptionalNonNull()
-  @IsArray()
-  @ArrayMaxSize(BOUNDS.documentsPerSource)
-  @IsString({ each: true })
-  @MaxLength(BOUNDS.id, { each: true })
+  @IdListField({ optional: true, pattern: idPattern('document'), maxItems: BOUNDS.documentsPerSource, description: 'Document ids to include when `scope` = `selected`.' })
   documents?: string[];
 }
 
@@ -123,83 +91,45 @@ export class AgentDto {
  * explicit `null` (OptionalNonNull); nullable ones accept it (IsOptional).
  */
 abstract class AgentWritableFields {
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.agentDescription })
-  @IsOptional()
-  @IsString()
-  @MaxLength(BOUNDS.agentDescription)
+  @TextField({ optional: true, nullable: true, maxLength: BOUNDS.agentDescription })
   description?: string | null;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, minLength: 1, maxLength: BOUNDS.name })
-  @IsOptional()
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(BOUNDS.name)
+  @TextField({ optional: true, nullable: true, minLength: 1, maxLength: BOUNDS.name })
   model?: string | null;
 
-  @ApiPropertyOptional({ default: DEFAULT_AGENT_COLOR, pattern: HEX_COLOR_PATTERN.source, description: HEX_COLOR_DESCRIPTION })
-  @OptionalNonNull()
-  @IsString()
-  @Matches(HEX_COLOR_PATTERN, { message: 'color must be a CSS hex color: #rgb, #rgba, #rrggbb or #rrggbbaa' })
+  @TextField({ optional: true, default: DEFAULT_AGENT_COLOR, pattern: HEX_COLOR_PATTERN, message: 'color must be a CSS hex color: #rgb, #rgba, #rrggbb or #rrggbbaa', description: HEX_COLOR_DESCRIPTION })
   color?: string;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.url, pattern: AVATAR_PATTERN.source, description: `An image URL (https, or \`data:image/…\`) or a short identifier. ${AVATAR_REFUSED}.` })
-  @IsOptional()
-  @IsString()
-  @MaxLength(BOUNDS.url)
-  @Matches(AVATAR_PATTERN, { message: `avatar ${AVATAR_MESSAGE}` })
+  @TextField({
+    optional: true,
+    nullable: true,
+    maxLength: BOUNDS.url,
+    pattern: AVATAR_PATTERN,
+    message: `avatar ${AVATAR_MESSAGE}`,
+    description: `An image URL (https, or \`data:image/…\`) or a short identifier. ${AVATAR_REFUSED}.`,
+  })
   avatar?: string | null;
 
-  @ApiPropertyOptional({ default: true })
-  @OptionalNonNull()
-  @IsBoolean()
+  @BooleanField({ optional: true, default: true })
   include_system_prompt?: boolean;
 
-  @ApiPropertyOptional({ type: [ToolRefInputDto], maxItems: BOUNDS.agentTools })
-  @OptionalNonNull()
-  @IsArray()
-  @ArrayMaxSize(BOUNDS.agentTools)
-  @ValidateNested({ each: true })
-  @Type(() => ToolRefInputDto)
+  @ObjectListField({ optional: true, of: ToolRefInputDto, maxItems: BOUNDS.agentTools })
   tools?: ToolRefInputDto[];
 
-  @ApiPropertyOptional({ type: 'array', items: { type: 'string', ...CONNECTOR_ID }, maxItems: BOUNDS.agentRefs, description: 'Connector ids of this organization.' })
-  @OptionalNonNull()
-  @IsArray()
-  @ArrayMaxSize(BOUNDS.agentRefs)
-  @IsString({ each: true })
-  @MaxLength(BOUNDS.id, { each: true })
+  @IdListField({ optional: true, maxItems: BOUNDS.agentRefs, pattern: CONNECTOR_ID, description: 'Connector ids of this organization.' })
   connectors?: string[];
 
-  @ApiPropertyOptional({
-    type: 'array',
-    items: { type: 'string', ...AGENT_ID },
-    maxItems: BOUNDS.agentRefs,
-    description: 'Agent ids of this organization; an agent may not reference itself.',
-  })
-  @OptionalNonNull()
-  @IsArray()
-  @ArrayMaxSize(BOUNDS.agentRefs)
-  @IsString({ each: true })
-  @MaxLength(BOUNDS.id, { each: true })
+  @IdListField({ optional: true, maxItems: BOUNDS.agentRefs, pattern: AGENT_PATH_ID_PATTERN, description: 'Agent ids of this organization; an agent may not reference itself.' })
   sub_agents?: string[];
 
-  @ApiPropertyOptional({ type: [DataSourceRefInputDto], maxItems: BOUNDS.agentRefs })
-  @OptionalNonNull()
-  @IsArray()
-  @ArrayMaxSize(BOUNDS.agentRefs)
-  @ValidateNested({ each: true })
-  @Type(() => DataSourceRefInputDto)
+  @ObjectListField({ optional: true, of: DataSourceRefInputDto, maxItems: BOUNDS.agentRefs })
   data_sources?: DataSourceRefInputDto[];
 
-  @ApiPropertyOptional({
-    type: 'object',
-    additionalProperties: true,
+  @JsonObjectField({
+    optional: true,
     nullable: true,
     description: `Free-form object of at most ${BOUNDS.jsonBytes} bytes as JSON, nested at most ${BOUNDS.jsonDepth} levels. ${EXACT_JSON_RULES}`,
   })
-  @IsOptional()
-  @IsObject()
-  @IsBoundedJson()
   pending_trigger_hint?: Record<string, unknown> | null;
 }
 
@@ -208,83 +138,48 @@ abstract class AgentWritableFields {
   anyOf: [{ required: ['instructions'] }, { required: ['instructions_html'] }],
 })
 export class AgentCreateDto extends AgentWritableFields {
-  @ApiProperty({ pattern: HANDLE_PATTERN.source, maxLength: BOUNDS.handle, description: 'Unique within the organization, compared case-insensitively.' })
-  @IsString()
-  @MaxLength(BOUNDS.handle)
-  @Matches(HANDLE_PATTERN, { message: 'handle must start with a letter and contain only letters and digits' })
+  @TextField({ pattern: HANDLE_PATTERN, message: HANDLE_MESSAGE, maxLength: BOUNDS.handle, description: 'Unique within the organization, compared case-insensitively.' })
   handle!: string;
 
-  @ApiProperty({ minLength: 1, maxLength: BOUNDS.name })
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(BOUNDS.name)
+  @TextField({ minLength: 1, maxLength: BOUNDS.name })
   name!: string;
 
+  // the instructions rule decides presence here, so this field keeps its own decorators
   @ApiPropertyOptional({ maxLength: BOUNDS.instructions, description: 'Required unless `instructions_html` is provided.' })
   @ValidateIf((object: AgentCreateDto) => object.instructions_html === undefined || object.instructions_html === null || object.instructions !== undefined)
   @IsString({ message: 'instructions is required unless instructions_html is provided, and must be a string' })
   @MaxLength(BOUNDS.instructions)
   instructions?: string;
 
-  @ApiPropertyOptional({ maxLength: BOUNDS.instructions })
-  @OptionalNonNull()
-  @IsString()
-  @MaxLength(BOUNDS.instructions)
+  @TextField({ optional: true, maxLength: BOUNDS.instructions })
   instructions_html?: string;
 }
 
 @PartialUpdateBody()
 export class AgentUpdateDto extends AgentWritableFields {
-  @ApiPropertyOptional({ pattern: HANDLE_PATTERN.source, maxLength: BOUNDS.handle })
-  @OptionalNonNull()
-  @IsString()
-  @MaxLength(BOUNDS.handle)
-  @Matches(HANDLE_PATTERN, { message: 'handle must start with a letter and contain only letters and digits' })
+  @TextField({ optional: true, pattern: HANDLE_PATTERN, message: HANDLE_MESSAGE, maxLength: BOUNDS.handle })
   handle?: string;
 
-  @ApiPropertyOptional({ minLength: 1, maxLength: BOUNDS.name })
-  @OptionalNonNull()
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(BOUNDS.name)
+  @TextField({ optional: true, minLength: 1, maxLength: BOUNDS.name })
   name?: string;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.instructions, description: 'May be cleared only while `instructions_html` is set.' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(BOUNDS.instructions)
+  @TextField({ optional: true, nullable: true, maxLength: BOUNDS.instructions, description: 'May be cleared only while `instructions_html` is set.' })
   instructions?: string | null;
 
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.instructions, description: 'May be cleared only while `instructions` is set.' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(BOUNDS.instructions)
+  @TextField({ optional: true, nullable: true, maxLength: BOUNDS.instructions, description: 'May be cleared only while `instructions` is set.' })
   instructions_html?: string | null;
 
-  @ApiPropertyOptional({ description: 'Activation guard and cascades: see "States and transitions".' })
-  @OptionalNonNull()
-  @IsBoolean()
+  @BooleanField({ optional: true, description: 'Activation guard and cascades: see "States and transitions".' })
   is_active?: boolean;
 
-  @ApiPropertyOptional({
-    type: 'string',
+  @TextField({
+    optional: true,
     nullable: true,
     maxLength: BOUNDS.deactivatedReason,
     description: 'Set or cleared by the system on cascade events; may be set manually for diagnostics.',
   })
-  @IsOptional()
-  @IsString()
-  @MaxLength(BOUNDS.deactivatedReason)
   deactivated_reason?: string | null;
 
-  @ApiPropertyOptional({
-    type: 'string',
-    format: 'date-time',
-    nullable: true,
-    maxLength: BOUNDS.dateTime,
-    description: `Set or cleared by the system on cascade events; may be set manually for diagnostics. ${DATE_TIME_DESCRIPTION}`,
-  })
-  @IsOptional()
-  @IsDateTime()
+  @DateTimeField({ optional: true, nullable: true, description: 'Set or cleared by the system on cascade events; may be set manually for diagnostics.' })
   deactivated_at?: string | null;
 }

@@ -29,13 +29,18 @@ function thrown(work: () => void): ApiError {
 
 describe('buildAgentRow: the one row builder of POST /agents and the fixture section', () => {
   it('applies the AgentCreate defaults', () => {
-    const { row, problems } = buildAgentRow(ORG, { handle: 'helpBot', name: 'Help', instructions: 'Be brief.' });
-    expect(problems).toEqual({});
-    expect(row).toMatchObject({ orgId: ORG, isActive: true, color: '#6366f1', includeSystemPrompt: true, tools: [], connectors: [], subAgents: [], dataSources: [] });
+    const built = buildAgentRow(ORG, { handle: 'helpBot', name: 'Help', instructions: 'Be brief.' });
+    expect(built.ok).toBe(true);
+    expect(built.ok && built.value).toMatchObject({ orgId: ORG, isActive: true, color: '#6366f1', includeSystemPrompt: true, tools: [], connectors: [], subAgents: [], dataSources: [] });
   });
 
-  it('normalizes bare ids and names every problem by field', () => {
-    const { row, problems } = buildAgentRow(ORG, {
+  it('normalizes bare ids to the prefixed form', () => {
+    const built = buildAgentRow(ORG, { handle: 'x', name: 'X', instructions: 'x', connectors: [HEX] });
+    expect(built.ok && built.value.connectors).toEqual([`connector_${HEX}`]);
+  });
+
+  it('names every problem by field', () => {
+    const built = buildAgentRow(ORG, {
       id: AGENT,
       handle: 'x',
       name: 'X',
@@ -43,22 +48,23 @@ describe('buildAgentRow: the one row builder of POST /agents and the fixture sec
       sub_agents: [AGENT],
       data_sources: [{ source_id: 'nope', scope: 'all', documents: [`doc_${HEX}`] }],
     });
-    expect(row.connectors).toEqual([`connector_${HEX}`, `connector_${HEX}`]);
-    expect(problems).toEqual({
-      'connectors[1]': ['duplicates connectors[0]'],
-      'sub_agents[0]': ['an agent may not reference itself'],
-      'data_sources[0].source_id': ['is not a source id'],
-      'data_sources[0].documents': ['is only allowed when scope is selected'],
-      instructions: ['is required unless instructions_html is provided'],
+    expect(built).toEqual({
+      ok: false,
+      fields: {
+        'connectors[1]': ['duplicates connectors[0]'],
+        'sub_agents[0]': ['an agent may not reference itself'],
+        'data_sources[0].source_id': ['is not a source id'],
+        'data_sources[0].documents': ['is only allowed when scope is selected'],
+        instructions: ['is required unless instructions_html is provided'],
+      },
     });
   });
 });
 
 describe('PATCH rules', () => {
   it('a self-reference is refused by id, prefixed or bare', () => {
-    const problems = {};
-    referencesOf(AGENT, { sub_agents: [HEX] }, problems);
-    expect(problems).toEqual({ 'sub_agents[0]': ['an agent may not reference itself'] });
+    expect(referencesOf(AGENT, { sub_agents: [HEX] })).toEqual({ ok: false, fields: { 'sub_agents[0]': ['an agent may not reference itself'] } });
+    expect(referencesOf(AGENT, { sub_agents: [AGENT] })).toEqual({ ok: false, fields: { 'sub_agents[0]': ['an agent may not reference itself'] } });
   });
 
   it('a plain update has no reference list, no is_active and clears no instructions', () => {

@@ -1,6 +1,6 @@
 import { newId, parseId } from '../../libs/ids/ids';
 import { ApiError, type FieldErrors } from '../common/api-error';
-import { addFieldError } from '../common/field-errors';
+import { addFieldError, hasFieldErrors, type Checked } from '../common/field-errors';
 import type { DataSourceRefRow, ToolRefRow } from '../database/schema';
 import { planLimitReached } from '../orgs/plan-limits.rules';
 import { CUSTOM_TOOL_PREFIX, DEFAULT_AGENT_COLOR, type AgentCreateDto, type AgentUpdateDto, type DataSourceRefDto, type ToolRefDto } from './agents.dto';
@@ -66,11 +66,11 @@ const toDate = (value: string | null | undefined): Date | null => (value === und
  * Checks against other rows (references exist, plan caps, unique handle)
  * stay with the caller, which knows where the other rows are.
  */
-export function buildAgentRow(orgId: string, input: AgentRowInput): { row: NewAgentRow; refs: NormalizedRefs; problems: FieldErrors } {
+export function buildAgentRow(orgId: string, input: AgentRowInput): Checked<NewAgentRow, { refs: NormalizedRefs }> {
   const problems: FieldErrors = {};
   const createdAt = toDate(input.created_at) ?? undefined;
   const id = input.id ?? newId('agent', createdAt);
-  const refs = referencesOf(id, input, problems);
+  const refs = collectReferences(id, input, problems);
   if ((input.instructions ?? null) === null && (input.instructions_html ?? null) === null) {
     addFieldError(problems, 'instructions', 'is required unless instructions_html is provided');
   }
@@ -97,11 +97,17 @@ export function buildAgentRow(orgId: string, input: AgentRowInput): { row: NewAg
     deletedAt: toDate(input.deleted_at),
     ...(createdAt ? { createdAt, updatedAt: toDate(input.updated_at) ?? createdAt } : input.updated_at ? { updatedAt: new Date(input.updated_at) } : {}),
   };
-  return { row, refs, problems };
+  return hasFieldErrors(problems) ? { ok: false, fields: problems } : { ok: true, value: row, refs };
 }
 
-/** The reference fields of agent `agentId` normalized, with every format, duplicate and self-reference problem added to `problems`. */
-export function referencesOf(agentId: string, dto: AgentReferenceFields, problems: FieldErrors): NormalizedRefs {
+/** The reference fields of agent `agentId` normalized, or every format, duplicate and self-reference problem. */
+export function referencesOf(agentId: string, dto: AgentReferenceFields): Checked<NormalizedRefs> {
+  const problems: FieldErrors = {};
+  const refs = collectReferences(agentId, dto, problems);
+  return hasFieldErrors(problems) ? { ok: false, fields: problems } : { ok: true, value: refs };
+}
+
+function collectReferences(agentId: string, dto: AgentReferenceFields, problems: FieldErrors): NormalizedRefs {
   const refs = normalizeReferences(dto, problems);
   refs.subAgents?.forEach((subAgentId, index) => {
     if (subAgentId === agentId) addFieldError(problems, `sub_agents[${index}]`, 'an agent may not reference itself');

@@ -66,7 +66,7 @@ export class AgentsService implements LockedRepresentation {
 
   async createAgent(orgId: string, dto: AgentCreateDto): Promise<AgentDto> {
     // stored state (is_active, deactivation, timestamps) is never taken from a request body
-    const { row: newRow, refs, problems } = buildAgentRow(orgId, {
+    const built = buildAgentRow(orgId, {
       handle: dto.handle,
       name: dto.name,
       instructions: dto.instructions,
@@ -82,7 +82,8 @@ export class AgentsService implements LockedRepresentation {
       sub_agents: dto.sub_agents,
       data_sources: dto.data_sources,
     });
-    if (hasFieldErrors(problems)) throw ApiError.validation(problems);
+    if (!built.ok) throw ApiError.validation(built.fields);
+    const { value: newRow, refs } = built;
     const tools = refs.tools ?? [];
     const row = await this.withHandleConflict(() =>
       this.connection.transaction(async () => {
@@ -99,9 +100,9 @@ export class AgentsService implements LockedRepresentation {
 
   async updateAgent(orgId: string, rawId: string, dto: AgentUpdateDto): Promise<AgentDto> {
     const id = this.agentId(rawId);
-    const fields: FieldErrors = {};
-    const refs = referencesOf(id, dto, fields);
-    if (hasFieldErrors(fields)) throw ApiError.validation(fields);
+    const checked = referencesOf(id, dto);
+    if (!checked.ok) throw ApiError.validation(checked.fields);
+    const refs = checked.value;
 
     if (isPlainUpdate(dto)) {
       // nothing to check against the current row, no cascade: one UPDATE … RETURNING

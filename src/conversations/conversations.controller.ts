@@ -1,4 +1,4 @@
-import { applyDecorators, Controller, Get, Param, Query } from '@nestjs/common';
+import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiExtension, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import type { Page } from '../common/envelope';
@@ -6,47 +6,17 @@ import { BOUNDS, idPattern } from '../common/input-bounds';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
 import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
-import { ConversationDetailDto, ConversationDetailQuery, ConversationListQuery, ConversationSummaryDto, MessageDto } from './conversations.dto';
+import { CONVERSATION_SOURCES, ConversationDetailDto, ConversationDetailQuery, ConversationListQuery, ConversationSummaryDto, MessageDto } from './conversations.dto';
 import { ConversationListQueryPipe, type ConversationListRequest } from './conversations.filters';
 import { ConversationsService } from './conversations.service';
 
-/**
- * The list's query parameters, documented from the DTO's own metadata (the
- * handler receives the pipe's normalized request, so Swagger cannot see the
- * DTO), with the enums of `source` and the boolean flags spelled out.
- */
-function ApiConversationListQuery() {
-  const names = ['cursor', 'limit', ...LIST_PARAM_NAMES];
-  return applyDecorators(
-    ...names.map((name) => {
-      const meta = (Reflect.getMetadata('swagger/apiModelProperties', ConversationListQuery.prototype, name) ?? {}) as Record<string, unknown>;
-      const { required: _required, isArray: _isArray, description, enum: values, type, ...schema } = meta;
-      return ApiQuery({
-        name,
-        required: false,
-        description: description as string | undefined,
-        schema: { ...schema, type: typeof type === 'string' ? type : 'string', ...(values ? { enum: values as string[] } : {}) },
-      });
-    }),
-  );
-}
-
-const LIST_PARAM_NAMES = [
-  'agent_id',
-  'source',
-  'model',
-  'parent_conversation_id',
-  'conversation_number',
-  'since',
-  'created_after',
-  'created_before',
-  'last_message_after',
-  'last_message_before',
-  'ticket_id',
-  'q',
-  'is_simulation',
-  'is_onboarding',
-];
+/** `source`, with its values: Swagger drops a property's enum when it spreads a query class into parameters */
+const SOURCE_QUERY = {
+  name: 'source',
+  required: false,
+  enum: CONVERSATION_SOURCES,
+  description: 'Sub-agent runs are returned only when `source=sub-agent` is passed.',
+};
 
 const CONVERSATION_ID = {
   name: 'id',
@@ -84,7 +54,9 @@ export class ConversationsController {
       schema: { type: 'object', maxProperties: BOUNDS.metadataKeys, additionalProperties: { type: 'string', maxLength: BOUNDS.metadataValue } },
     },
   ])
-  @ApiConversationListQuery()
+  // the handler receives the pipe's normalized request, so the DTO is named here: a class without a name is documented as its properties
+  @ApiQuery({ type: ConversationListQuery })
+  @ApiQuery(SOURCE_QUERY)
   @ApiEnvelope(ConversationSummaryDto, { list: true })
   @ApiErrors(422)
   listConversations(@Auth() auth: AuthContext, @Query(ConversationListQueryPipe) request: ConversationListRequest): Promise<Page<ConversationSummaryDto>> {

@@ -24,7 +24,7 @@ export class ConversationListQuery extends PaginationQuery {
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.id)
   agent_id?: string;
 
-  @ApiPropertyOptional({ enum: CONVERSATION_SOURCES, description: 'Sub-agent runs are returned only when `source=sub-agent` is passed.' })
+  // documented by the list route itself (SOURCE_QUERY in the controller): a class's enum is lost when Swagger spreads it into query parameters
   @IsOptional() @IsIn(CONVERSATION_SOURCES, { message: `$property must be one of ${CONVERSATION_SOURCES.join(', ')}` })
   source?: ConversationSource;
 

@@ -17,8 +17,7 @@ import { newId } from '../../libs/ids/ids';
 import { declareIds, firstProblem, fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { SOURCE_TYPES, SYNC_STATUSES } from './sources.dto';
 import { SourcesRepository, UPLOAD_SOURCE_NAME, type NewDocumentRow, type NewSourceRow } from './sources.repository';
-import { sourceConfigProblems, sourceConfigRow } from './sources.rules';
-import { hasFieldErrors } from '../common/field-errors';
+import { buildSourceConfig } from './sources.rules';
 import { BOUNDS, IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
 
@@ -71,11 +70,9 @@ export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource
       if (item.connector_id && connectors?.size && !connectors.has(item.connector_id)) {
         throw new FixtureError(`${at}.connector_id`, `unknown connector ${item.connector_id}`);
       }
-      if (item.config !== undefined) {
-        // the API's rules, except that `url` may be absent (the Source shape the API shows has no config)
-        const problems = sourceConfigProblems(item.type, item.config, `${at}.config`, { requireUrl: false });
-        if (hasFieldErrors(problems)) throw firstProblem(problems);
-      }
+      // the API's rules, except that `url` may be absent (the Source shape the API shows has no config)
+      const config = buildSourceConfig(item.type, item.config, `${at}.config`, { requireUrl: false });
+      if (!config.ok) throw firstProblem(config.fields);
       const createdAt = fixtureDate(item.created_at) ?? undefined;
       const updatedAt = fixtureDate(item.updated_at) ?? createdAt;
       const docs = (item.documents ?? []).map((doc) => {
@@ -96,7 +93,7 @@ export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource
           // as the sync pipeline reports it; without a value, the documents given (or none)
           documentCount: item.document_count !== undefined ? item.document_count : item.documents ? docs.length : item.type === 'upload' ? 0 : null,
           isActive: item.is_active ?? true,
-          config: sourceConfigRow(item.type, item.config),
+          config: config.value,
           ...(createdAt ? { createdAt } : {}),
           ...(updatedAt ? { updatedAt } : {}),
         },

@@ -1,5 +1,5 @@
 import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
-import { addFieldError } from '../common/field-errors';
+import { addFieldError, hasFieldErrors, type Checked } from '../common/field-errors';
 import { BOUNDS } from '../common/input-bounds';
 import { outboundUrlProblem } from '../../libs/url-policy/url-policy';
 import { MAX_BODY_DEPTH, nestingDepth } from '../common/validation';
@@ -99,12 +99,20 @@ function checkShape(value: unknown, shape: Shape, additionalKeys: boolean, type:
 }
 
 /**
- * Every problem of a source's `config`, by field. `requireUrl` false: the
- * fixture's Source shape, a stored source whose URL is not shipped with it.
- * Bounded before any walk: the size by one serialization, the depth by a
- * walk that stops past the bound.
+ * The stored `config` of a source, or every problem of it by field:
+ * `indexed` defaults to false for website and webpage sources; other types
+ * store what was given (nothing). `requireUrl` false: the fixture's Source
+ * shape, a stored source whose URL is not shipped with it. Bounded before
+ * any walk: the size by one serialization, the depth by a walk that stops
+ * past the bound.
  */
-export function sourceConfigProblems(type: string, config: Record<string, unknown> | undefined, path = 'config', options: { requireUrl?: boolean } = {}): FieldErrors {
+export function buildSourceConfig(type: string, config: Record<string, unknown> | undefined, path = 'config', options: { requireUrl?: boolean } = {}): Checked<Record<string, unknown>> {
+  const fields = sourceConfigProblems(type, config, path, options);
+  if (hasFieldErrors(fields)) return { ok: false, fields };
+  return { ok: true, value: type === 'website' || type === 'webpage' ? { ...config, indexed: config?.indexed ?? false } : { ...config } };
+}
+
+function sourceConfigProblems(type: string, config: Record<string, unknown> | undefined, path: string, options: { requireUrl?: boolean }): FieldErrors {
   const { shape, additionalKeys } = SOURCE_CONFIG_SHAPES[type] ?? { shape: {}, additionalKeys: false };
   const takesUrl = 'url' in shape;
   const requireUrl = takesUrl && (options.requireUrl ?? true);
@@ -115,11 +123,6 @@ export function sourceConfigProblems(type: string, config: Record<string, unknow
   checkShape(config, shape, additionalKeys, type, path, fields);
   if (takesUrl && (config.url === null || (config.url === undefined && requireUrl))) addFieldError(fields, `${path}.url`, 'is required for website and webpage sources');
   return fields;
-}
-
-/** The stored `config` of a website or webpage source: `indexed` defaults to false; other types store what was given (nothing). */
-export function sourceConfigRow(type: string, config: Record<string, unknown> | undefined): Record<string, unknown> {
-  return type === 'website' || type === 'webpage' ? { ...config, indexed: config?.indexed ?? false } : { ...config };
 }
 
 /** The upload source is a per-organization singleton that already exists */

@@ -12,7 +12,7 @@ import type { SourceCreateDto, SourceDto } from './sources.dto';
 import { mapSource } from './sources.mapper';
 import { SourcesRepository } from './sources.repository';
 import type { LockedRepresentation } from '../conditional/conditional.decorators';
-import { refuseUncreatableType, sourceConfigProblems, sourceConfigRow } from './sources.rules';
+import { buildSourceConfig, refuseUncreatableType } from './sources.rules';
 
 @Injectable()
 export class SourcesService implements LockedRepresentation {
@@ -50,8 +50,9 @@ export class SourcesService implements LockedRepresentation {
 
     const fields: FieldErrors = {};
     if (input.name === undefined) addFieldError(fields, 'name', 'is required');
-    mergeFieldErrors(fields, sourceConfigProblems(input.type, input.config));
-    if (hasFieldErrors(fields)) throw ApiError.validation(fields);
+    const config = buildSourceConfig(input.type, input.config);
+    if (!config.ok) mergeFieldErrors(fields, config.fields);
+    if (!config.ok || hasFieldErrors(fields)) throw ApiError.validation(fields);
 
     const row = await this.connection.transaction(async () => {
       await this.enforceSourceCap(orgId);
@@ -63,7 +64,7 @@ export class SourcesService implements LockedRepresentation {
           name: input.name!,
           syncStatus: 'fetching',
           documentCount: null,
-          config: sourceConfigRow(input.type, input.config),
+          config: config.value,
         },
       );
     });

@@ -5587,13 +5587,13 @@ export interface operations {
     listConversations: {
         parameters: {
             query?: {
+                /** @description Sub-agent runs are returned only when `source=sub-agent` is passed. */
+                source?: "dashboard" | "autonomous" | "embed" | "sub-agent";
                 /** @description Opaque cursor from `meta.next_cursor` of the previous page. */
                 cursor?: string;
                 limit?: number;
                 /** @description One agent: `agent_<24 hex>` or the bare 24-hex id. */
                 agent_id?: string;
-                /** @description Sub-agent runs are returned only when `source=sub-agent` is passed. */
-                source?: "dashboard" | "autonomous" | "embed" | "sub-agent";
                 /** @description Exact match on the model used. */
                 model?: string;
                 /** @description Sub-agent runs of one parent: `conv_<24 hex>` or the bare 24-hex id (combine with `source=sub-agent`). */

@@ -1,0 +1,116 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { ArrayMaxSize, IsArray, IsBoolean, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { BOUNDS, IsBoundedJson } from './input-bounds';
+import { DATE_TIME_DESCRIPTION, IsDateTime, OptionalNonNull } from './validation';
+
+/**
+ * Compound field decorators: a body field's type, bounds, nullability,
+ * example and description are written once and feed both the OpenAPI
+ * document (@ApiProperty) and request validation (class-validator), so the
+ * document cannot state a rule the server does not enforce or the reverse.
+ * Fixture classes derive from the request DTOs (`PickType`, `IntersectionType`
+ * of @nestjs/swagger), which carries these rules into the fixture loader.
+ */
+interface Presence {
+  /** may be left out (default: required) */
+  optional?: boolean;
+  /** takes an explicit `null` (only meaningful with `optional`) */
+  nullable?: boolean;
+  description?: string;
+  example?: unknown;
+  default?: unknown;
+}
+
+/**
+ * How presence is validated: a nullable optional field skips its rules on
+ * null or absence (IsOptional); a non-null optional one only on absence, so
+ * an explicit null is refused by the type rule.
+ */
+function presence(rules: Presence): PropertyDecorator[] {
+  if (!rules.optional) return [];
+  return [rules.nullable ? IsOptional() : OptionalNonNull()];
+}
+
+function documented(rules: Presence, schema: ApiPropertyOptions): PropertyDecorator {
+  const { description, example, default: defaultValue } = rules;
+  return ApiProperty({
+    ...schema,
+    required: !rules.optional,
+    ...(rules.nullable ? { nullable: true } : {}),
+    ...(description !== undefined ? { description } : {}),
+    ...(example !== undefined ? { example } : {}),
+    ...(defaultValue !== undefined ? { default: defaultValue } : {}),
+  } as ApiPropertyOptions);
+}
+
+/** The bound of a text: a length, or an anchored pattern whose matches are bounded themselves (a hex color). */
+type TextBound = { maxLength: number; pattern?: RegExp } | { maxLength?: undefined; pattern: RegExp };
+
+/**
+ * An id another row must own: its format is documented (`idPattern(kind)`)
+ * and judged by the service (`parseId`, a 422 naming the field), together
+ * with whether the row exists, so the validator only bounds its length.
+ */
+export function IdField(rules: Presence & { pattern: string; minLength?: 1 }): PropertyDecorator {
+  return applyDecorators(
+    documented(rules, { type: 'string', ...(rules.minLength ? { minLength: 1 } : {}), maxLength: BOUNDS.id, pattern: rules.pattern }),
+    ...presence(rules),
+    IsString(),
+    ...(rules.minLength ? [IsNotEmpty()] : []),
+    MaxLength(BOUNDS.id),
+  );
+}
+
+/** A string of at most `maxLength` UTF-16 units; `minLength: 1` refuses the empty string; `pattern` with the message a refusal gives. */
+export function TextField(rules: Presence & TextBound & { minLength?: 1; message?: string }): PropertyDecorator {
+  const { maxLength, minLength, pattern } = rules;
+  return applyDecorators(
+    documented(rules, { type: 'string', ...(maxLength !== undefined ? { maxLength } : {}), ...(minLength ? { minLength } : {}), ...(pattern ? { pattern: pattern.source } : {}) }),
+    ...presence(rules),
+    IsString(),
+    ...(minLength ? [IsNotEmpty()] : []),
+    ...(maxLength !== undefined ? [MaxLength(maxLength)] : []),
+    ...(pattern ? [Matches(pattern, rules.message ? { message: rules.message } : undefined)] : []),
+  );
+}
+
+/** An RFC 3339 date-time with a zone (the only form any body takes). */
+export function DateTimeField(rules: Presence): PropertyDecorator {
+  const description = [rules.description, DATE_TIME_DESCRIPTION].filter(Boolean).join(' ');
+  return applyDecorators(documented({ ...rules, description }, { type: 'string', format: 'date-time', maxLength: BOUNDS.dateTime }), ...presence(rules), IsDateTime());
+}
+
+export function BooleanField(rules: Presence): PropertyDecorator {
+  return applyDecorators(documented(rules, { type: 'boolean' }), ...presence(rules), IsBoolean());
+}
+
+/** A list of ids (see IdField: the pattern is documented, the service parses each one). */
+export function IdListField(rules: Presence & { maxItems: number; pattern: string }): PropertyDecorator {
+  return applyDecorators(
+    documented(rules, { type: 'array', items: { type: 'string', maxLength: BOUNDS.id, pattern: rules.pattern }, maxItems: rules.maxItems }),
+    ...presence(rules),
+    IsArray(),
+    ArrayMaxSize(rules.maxItems),
+    IsString({ each: true }),
+    MaxLength(BOUNDS.id, { each: true }),
+  );
+}
+
+/** A list of objects of class `of`, each validated by that class's own rules. */
+export function ObjectListField(rules: Presence & { of: new () => object; maxItems: number }): PropertyDecorator {
+  return applyDecorators(
+    documented(rules, { type: [rules.of], maxItems: rules.maxItems }),
+    ...presence(rules),
+    IsArray(),
+    ArrayMaxSize(rules.maxItems),
+    ValidateNested({ each: true }),
+    Type(() => rules.of),
+  );
+}
+
+/** A free-form JSON object, bounded in size and depth (`BOUNDS.jsonBytes`, `BOUNDS.jsonDepth`). */
+export function JsonObjectField(rules: Presence): PropertyDecorator {
+  return applyDecorators(documented(rules, { type: 'object', additionalProperties: true }), ...presence(rules), IsObject(), IsBoundedJson());
+}
