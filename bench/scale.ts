@@ -342,12 +342,18 @@ async function main(): Promise<void> {
       if (!server.named) planning.push(server.service.planMs);
       results.push({ ...t, serverMs: server.service.ms });
       print(t, server);
-      if (!/^q \S+ \([^)]*\)$/.test(name)) continue;
+      // a case the service could not answer has no deep page to follow
+      if (!/^q \S+ \([^)]*\)$/.test(name) || Number.isNaN(t.first.p50)) continue;
       // a deep page of the term alone: 40 pages of 25 in (HTTP only: the cursor is the service's own)
       let cursor: string | null | undefined = null;
-      for (let page = 1; page <= 40; page += 1) {
-        cursor = (await get(bigKey, `${path}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)).meta?.next_cursor;
-        if (!cursor) break;
+      try {
+        for (let page = 1; page <= 40; page += 1) {
+          cursor = (await get(bigKey, `${path}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)).meta?.next_cursor;
+          if (!cursor) break;
+        }
+      } catch (error) {
+        console.log(`${`${name}, pages 2–40`.padEnd(56)}\t${(error as Error).message.slice(0, 160)}`);
+        continue;
       }
       if (cursor) {
         const deep = await time(`${name}, page 41`, bigKey, `${path}&cursor=${encodeURIComponent(cursor)}`);
