@@ -265,7 +265,7 @@ async function main(): Promise<void> {
     const params = fillPlaceholders(statement.params, values) as unknown[];
     await explainClient.query(`set plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
     // the trigram step runs in a transaction that leaves the planner bitmap scans only (conversations.repository.ts)
-    if (bitmapOnly) await explainClient.query('set enable_seqscan = off; set enable_indexscan = off; set enable_indexonlyscan = off');
+    if (bitmapOnly) await explainClient.query('set enable_seqscan = off; set enable_indexscan = off; set enable_indexonlyscan = off; set jit = off');
     await explainClient.query(`prepare bench_case as ${statement.sql}`);
     try {
       const args = params.map((p) => (typeof p === 'number' ? String(p) : explainClient.escapeLiteral(String(p)))).join(', ');
@@ -282,7 +282,7 @@ async function main(): Promise<void> {
       return { ms: top['Execution Time'], planMs: top['Planning Time'], buffers: top.Plan['Shared Hit Blocks'] + top.Plan['Shared Read Blocks'], rows: top.Plan['Actual Rows'] };
     } finally {
       await explainClient.query('deallocate bench_case');
-      await explainClient.query('reset plan_cache_mode; reset enable_seqscan; reset enable_indexscan; reset enable_indexonlyscan');
+      await explainClient.query('reset plan_cache_mode; reset enable_seqscan; reset enable_indexscan; reset enable_indexonlyscan; reset jit');
     }
   };
   const add = (a: ServerSide, b: ServerSide): ServerSide => ({ ms: a.ms + b.ms, planMs: a.planMs + b.planMs, buffers: a.buffers + b.buffers, rows: b.rows });
@@ -308,7 +308,7 @@ async function main(): Promise<void> {
       steps = 'probe+trigram';
       // the newest row carries how many matches the index returned: below the bound the page is exact
       const built = trigram.build().toSQL();
-      await explainClient.query('begin; set local enable_seqscan = off; set local enable_indexscan = off; set local enable_indexonlyscan = off');
+      await explainClient.query('begin; set local enable_seqscan = off; set local enable_indexscan = off; set local enable_indexonlyscan = off; set local jit = off');
       const res = await explainClient.query(built.sql, fillPlaceholders(built.params, trigram.values) as unknown[]).finally(() => explainClient.query('rollback'));
       if (res.rows.length === 0 || Number(res.rows[0].matched) < Q_TRIGRAM_MATCHES) return { service, generic, steps, named: false };
       steps = 'probe+trigram+walk';
