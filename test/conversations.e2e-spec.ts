@@ -433,6 +433,46 @@ describe('Conversations', () => {
       expect(ids(rest)).toEqual(newestFirst.slice(-1));
       expect(rest.body.meta.next_cursor).toBeNull();
     });
+    it('with metadata[…] beside it, checks the metadata on the probed rows and finds older matches through the index, in order, page after page', async () => {
+      const org = await createOrg(t.app);
+      const start = Date.parse('2026-02-01T00:00:00Z');
+      // more rows than the probe reads: "gold" only on old rows outside it, "email" on every seventh row
+      const rows = Array.from({ length: Q_PROBE_ROWS + 10 }, (_, i) => ({
+        id: newId('conversation', new Date(start + i * 1000)),
+        orgId: org.orgId,
+        title: i < 3 ? `walrus question ${i}` : `help with order ${i}`,
+        source: 'dashboard',
+        conversationNumber: i + 1,
+        metadata: { channel: i % 7 === 0 ? 'email' : 'web', ...(i >= 3 && i < 8 ? { tier: 'gold' } : {}) },
+        createdAt: new Date(start + i * 1000),
+      }));
+      for (let i = 0; i < rows.length; i += 1000) await t.connection.db.insert(conversations).values(rows.slice(i, i + 1000));
+      // the plain filter, newest first
+      const expected = (word: string, key: 'channel' | 'tier', value: string) =>
+        rows
+          .filter((row) => row.title.includes(word) && (row.metadata as Record<string, string>)[key] === value)
+          .map((row) => row.id)
+          .reverse();
+      const pages = async (query: string, limit: number, max: number) => {
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        for (let page = 0; page < max; page += 1) {
+          const res = await list(org, `?${query}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
+          expect(res.status).toBe(200);
+          seen.push(...ids(res));
+          cursor = res.body.meta.next_cursor;
+          if (!cursor) break;
+        }
+        return seen;
+      };
+
+      // matches among the probed rows
+      expect(await pages('q=help&metadata[channel]=email', 4, 3)).toEqual(expected('help', 'channel', 'email').slice(0, 12));
+      // matches only older than the probed rows, and every one of them
+      expect(await pages('q=help&metadata[tier]=gold', 2, 10)).toEqual(expected('help', 'tier', 'gold'));
+      expect(await pages('q=walrus&metadata[channel]=email', 2, 10)).toEqual(expected('walrus', 'channel', 'email'));
+      expect(await pages('q=walrus&metadata[tier]=silver', 2, 10)).toEqual([]);
+    });
   });
 
   describe('prepared list statements, one per filter shape', () => {
