@@ -4,6 +4,8 @@ import { AgentCreateDto } from '../src/agents/agents.dto';
 import { AGENT_FIXTURE_ONLY, AgentFixture } from '../src/agents/agents.fixtures';
 import { CUSTOM_TOOL_FIXTURE_ONLY, CustomToolFixture } from '../src/custom-tools/custom-tools.fixtures';
 import { CustomToolCreateDto } from '../src/custom-tools/custom-tools.dto';
+import { SOURCE_FIXTURE_ONLY, SourceFixture } from '../src/sources/sources.fixtures';
+import { SourceCreateDto } from '../src/sources/sources.dto';
 import { parseFixtureObject } from '../src/fixtures/fixture-registry';
 import { resolver, valueOf, type OpenApiDocument, type Schema } from './support/openapi-contract';
 import { createTestApp } from './support/test-app';
@@ -48,6 +50,16 @@ const AGREEMENTS: Agreement[] = [
         accepted: true,
       },
       { what: 'auth: null', body: { label: 'Get ticket', description: 'Reads a ticket', method: 'GET', url: 'https://example.com/t', auth: null }, accepted: false },
+    ],
+  },
+  {
+    schema: 'SourceCreateDto',
+    dto: SourceCreateDto,
+    fixture: SourceFixture,
+    fixtureOnly: SOURCE_FIXTURE_ONLY,
+    settled: [
+      { what: 'name: null', body: { type: 'website', name: null, config: { url: 'https://example.com/' } }, accepted: false },
+      { what: 'config: null', body: { type: 'website', name: 'Help', config: null }, accepted: false },
     ],
   },
 ];

@@ -16,6 +16,11 @@ import { DATE_TIME_DESCRIPTION, IsDateTime, OptionalNonNull } from './validation
 interface Presence {
   /** may be left out (default: required) */
   optional?: boolean;
+  /**
+   * with `optional`: documented as required all the same, because the
+   * service reports the absence itself, beside the body's other problems
+   */
+  requiredByService?: true;
   /** takes an explicit `null` (only meaningful with `optional`) */
   nullable?: boolean;
   description?: string;
@@ -39,7 +44,7 @@ function documented(rules: Presence, schema: ApiPropertyOptions): PropertyDecora
   const { description, example, default: defaultValue, writeOnly } = rules;
   return ApiProperty({
     ...schema,
-    required: !rules.optional,
+    required: !rules.optional || rules.requiredByService === true,
     ...(rules.nullable ? { nullable: true } : {}),
     ...(description !== undefined ? { description } : {}),
     ...(example !== undefined ? { example } : {}),
