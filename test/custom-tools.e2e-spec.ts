@@ -370,6 +370,8 @@ describe('secrets: credentials encrypted at rest, never returned, logged or echo
       [{ type: 'api_key', credentials: { apiKey: SECRETS.inError, header_name: 'bad header' } }, 'auth.credentials.header_name'],
       [{ type: 'bearer', credentials: { token: SECRETS.inError, extra: SECRETS.inError } }, 'auth.credentials'],
       [{ type: 'bearer', credentials: { token: 12345 } }, 'auth.credentials.token'],
+      // the document's minLength 1, kept whatever the type (a bearer tool used to drop an empty one silently)
+      [{ type: 'bearer', credentials: { token: SECRETS.inError, header_name: '' } }, 'auth.credentials.header_name'],
     ];
     for (const [auth, field] of cases) {
       const res = await api.post(org, toolBody({ auth }));
@@ -634,6 +636,22 @@ describe('fixture section custom_tools', () => {
     expect(decryptJson(t.config.encryptionKey, row.credentialsCiphertext!, toolId)).toEqual({ token: SECRETS.fixture });
     const all = await t.connection.db.select().from(customTools).where(eq(customTools.orgId, orgId));
     expect(all.map((tool) => tool.name).sort()).toEqual(['custom_fixture_lookup', 'custom_fixture_lookup_explicit']);
+  });
+
+  it('takes auth.credentials as POST does, and the secrets in one place only', async () => {
+    const loader = t.app.get(FixtureLoader);
+    const orgId = newId('org');
+    const toolId = newId('customTool');
+    const tool = { id: toolId, label: 'Posted Shape', description: 'x', method: 'GET', url: 'https://api.example.com/' };
+    const fixture = (item: object) => ({ orgs: [{ id: orgId, name: 'Posted Shape Org', slug: `posted-shape-${orgId.slice(-8)}`, custom_tools: [item] }] });
+    await loader.load(fixture({ ...tool, auth: { type: 'api_key', credentials: { apiKey: SECRETS.fixture, header_name: 'X-Acme-Key' } } }));
+    const row = await storedRow(toolId);
+    expect(row).toMatchObject({ authType: 'api_key', authHeaderName: 'X-Acme-Key' });
+    expect(decryptJson(t.config.encryptionKey, row.credentialsCiphertext!, toolId)).toEqual({ apiKey: SECRETS.fixture });
+
+    const twice = fixture({ ...tool, auth: { type: 'bearer', credentials: { token: SECRETS.fixture } }, credentials: { token: SECRETS.fixture } });
+    await expect(loader.load(twice)).rejects.toMatchObject({ path: 'orgs[0].custom_tools[0].credentials' });
+    await expect(loader.load(fixture({ ...tool, auth: null }))).rejects.toMatchObject({ path: 'orgs[0].custom_tools[0].auth' });
   });
 
   it('rejects a bad tool naming the path, writing nothing', async () => {

@@ -373,6 +373,9 @@ describe('fixture section sources', () => {
     });
     await expect(loader.load(org(orgId, [{ type: 'upload' }, { type: 'upload' }]))).rejects.toMatchObject({ path: 'orgs[0].sources[1].type' });
     await expect(loader.load(org(orgId, [{ type: 'website' }]))).rejects.toMatchObject({ path: 'orgs[0].sources[0].name' });
+    // refused as POST refuses them (a null name used to give a website the upload source's name)
+    await expect(loader.load(org(orgId, [{ type: 'website', name: null, config: { url: 'https://example.com/' } }]))).rejects.toMatchObject({ path: 'orgs[0].sources[0].name' });
+    await expect(loader.load(org(orgId, [{ type: 'website', name: 'X', config: null }]))).rejects.toMatchObject({ path: 'orgs[0].sources[0].config' });
     expect(await t.connection.db.select().from(sources).where(eq(sources.orgId, orgId))).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsBoolean, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { BOUNDS, IsBoundedJson } from './input-bounds';
 import { DATE_TIME_DESCRIPTION, IsDateTime, OptionalNonNull } from './validation';
 
@@ -16,11 +16,18 @@ import { DATE_TIME_DESCRIPTION, IsDateTime, OptionalNonNull } from './validation
 interface Presence {
   /** may be left out (default: required) */
   optional?: boolean;
+  /**
+   * with `optional`: documented as required all the same, because the
+   * service reports the absence itself, beside the body's other problems
+   */
+  requiredByService?: true;
   /** takes an explicit `null` (only meaningful with `optional`) */
   nullable?: boolean;
   description?: string;
   example?: unknown;
   default?: unknown;
+  /** a secret: taken, never returned */
+  writeOnly?: true;
 }
 
 /**
@@ -34,19 +41,25 @@ function presence(rules: Presence): PropertyDecorator[] {
 }
 
 function documented(rules: Presence, schema: ApiPropertyOptions): PropertyDecorator {
-  const { description, example, default: defaultValue } = rules;
+  const { description, example, default: defaultValue, writeOnly } = rules;
   return ApiProperty({
     ...schema,
-    required: !rules.optional,
+    required: !rules.optional || rules.requiredByService === true,
     ...(rules.nullable ? { nullable: true } : {}),
     ...(description !== undefined ? { description } : {}),
     ...(example !== undefined ? { example } : {}),
     ...(defaultValue !== undefined ? { default: defaultValue } : {}),
+    ...(writeOnly ? { writeOnly } : {}),
   } as ApiPropertyOptions);
 }
 
-/** The bound of a text: a length, or an anchored pattern whose matches are bounded themselves (a hex color). */
-type TextBound = { maxLength: number; pattern?: RegExp } | { maxLength?: undefined; pattern: RegExp };
+/**
+ * The bound of a text: a length, or an anchored pattern whose matches are
+ * bounded themselves (a hex color). A `ruledPattern` is documented only: the
+ * resource's rules judge it, with a message that says what is wrong (as
+ * `IdField` leaves an id's format to the service).
+ */
+type TextBound = ({ maxLength: number; pattern?: RegExp } | { maxLength?: undefined; pattern: RegExp }) & { ruledPattern?: string };
 
 /**
  * An id another row must own: its format is documented (`idPattern(kind)`)
@@ -65,9 +78,15 @@ export function IdField(rules: Presence & { pattern: string; minLength?: 1 }): P
 
 /** A string of at most `maxLength` UTF-16 units; `minLength: 1` refuses the empty string; `pattern` with the message a refusal gives. */
 export function TextField(rules: Presence & TextBound & { minLength?: 1; message?: string }): PropertyDecorator {
-  const { maxLength, minLength, pattern } = rules;
+  const { maxLength, minLength, pattern, ruledPattern } = rules;
+  const documentedPattern = pattern?.source ?? ruledPattern;
   return applyDecorators(
-    documented(rules, { type: 'string', ...(maxLength !== undefined ? { maxLength } : {}), ...(minLength ? { minLength } : {}), ...(pattern ? { pattern: pattern.source } : {}) }),
+    documented(rules, {
+      type: 'string',
+      ...(maxLength !== undefined ? { maxLength } : {}),
+      ...(minLength ? { minLength } : {}),
+      ...(documentedPattern !== undefined ? { pattern: documentedPattern } : {}),
+    }),
     ...presence(rules),
     IsString(),
     ...(minLength ? [IsNotEmpty()] : []),
@@ -80,6 +99,11 @@ export function TextField(rules: Presence & TextBound & { minLength?: 1; message
 export function DateTimeField(rules: Presence): PropertyDecorator {
   const description = [rules.description, DATE_TIME_DESCRIPTION].filter(Boolean).join(' ');
   return applyDecorators(documented({ ...rules, description }, { type: 'string', format: 'date-time', maxLength: BOUNDS.dateTime }), ...presence(rules), IsDateTime());
+}
+
+/** One of `values`. */
+export function EnumField(rules: Presence & { values: readonly string[] }): PropertyDecorator {
+  return applyDecorators(documented(rules, { enum: [...rules.values] }), ...presence(rules), IsIn(rules.values));
 }
 
 export function BooleanField(rules: Presence): PropertyDecorator {
@@ -108,6 +132,11 @@ export function ObjectListField(rules: Presence & { of: new () => object; maxIte
     ValidateNested({ each: true }),
     Type(() => rules.of),
   );
+}
+
+/** One object of class `of`, validated by that class's own rules. */
+export function ObjectField(rules: Presence & { of: new () => object }): PropertyDecorator {
+  return applyDecorators(documented(rules, { type: rules.of }), ...presence(rules), IsObject(), ValidateNested(), Type(() => rules.of));
 }
 
 /** A free-form JSON object, bounded in size and depth (`BOUNDS.jsonBytes`, `BOUNDS.jsonDepth`). */

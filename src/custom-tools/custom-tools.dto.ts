@@ -1,22 +1,9 @@
 import { ApiHideProperty, ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import {
-  ArrayMaxSize,
-  IsArray,
-  IsBoolean,
-  IsIn,
-  IsNotEmpty,
-  IsObject,
-  IsOptional,
-  IsString,
-  MaxLength,
-  ValidateBy,
-  ValidateIf,
-  ValidateNested,
-} from 'class-validator';
+import { IsObject, ValidateBy, ValidateIf } from 'class-validator';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { PartialUpdateBody } from '../common/openapi';
 import { OptionalNonNull, UnknownKeysUnnamed } from '../common/validation';
+import { BooleanField, EnumField, ObjectField, ObjectListField, TextField } from '../common/field';
 import { AUTH_TYPES, HEADER_NAME, HEADER_VALUE_PATTERN, HTTP_METHODS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, RESERVED_HEADER_RULES, TOOL_TYPES } from './custom-tools.rules';
 import { OUTBOUND_URL_RULES } from '../../libs/url-policy/url-policy';
 
@@ -75,107 +62,76 @@ export class CustomToolDto {
 // ---------- requests ----------
 
 class CustomToolParamInputDto {
-  @ApiProperty({
+  @TextField({
     minLength: 1,
     maxLength: BOUNDS.toolParameterName,
-    pattern: PARAM_NAME.source,
+    ruledPattern: PARAM_NAME.source,
     description: `1 to ${BOUNDS.toolParameterName} letters, digits, \`_\`, \`.\` or \`-\` (the characters of a \`{{placeholder}}\`); unique within the tool`,
   })
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(BOUNDS.toolParameterName)
   name!: string;
-  @ApiPropertyOptional({ enum: PARAM_TYPES, default: 'string' }) @OptionalNonNull() @IsIn(PARAM_TYPES) type?: string;
-  @ApiPropertyOptional({ maxLength: BOUNDS.toolParameterDescription })
-  @OptionalNonNull()
-  @IsString()
-  @MaxLength(BOUNDS.toolParameterDescription)
-  description?: string;
-  @ApiPropertyOptional({ default: false }) @OptionalNonNull() @IsBoolean() required?: boolean;
-  @ApiPropertyOptional({ enum: PARAM_LOCATIONS, description: 'default `query` for GET, `body` otherwise' })
-  @OptionalNonNull()
-  @IsIn(PARAM_LOCATIONS)
-  in?: string;
-  @ApiPropertyOptional({
+  @EnumField({ optional: true, values: PARAM_TYPES, default: 'string' }) type?: string;
+  @TextField({ optional: true, maxLength: BOUNDS.toolParameterDescription }) description?: string;
+  @BooleanField({ optional: true, default: false }) required?: boolean;
+  @EnumField({ optional: true, values: PARAM_LOCATIONS, description: 'default `query` for GET, `body` otherwise' }) in?: string;
+  @TextField({
+    optional: true,
     minLength: 1,
     maxLength: BOUNDS.headerName,
-    pattern: HEADER_NAME.source,
+    ruledPattern: HEADER_NAME.source,
     description: `actual HTTP header name (an HTTP token), used when \`in\` = \`header\`; defaults to the parameter's \`name\`, which is returned and then follows the same rule. ${RESERVED_HEADER_RULES}`,
   })
-  @OptionalNonNull()
-  @IsString()
-  @MaxLength(BOUNDS.headerName)
   headerName?: string;
 }
 
 /** A client may paste a secret where a field name goes: an unknown key is refused without its name. */
 @UnknownKeysUnnamed('holds a field other than token, apiKey, header_name, username and password (its name is not repeated: it may be a secret)')
 export class CustomToolCredentialsInputDto {
-  @ApiPropertyOptional({ description: `used when \`type\` = \`bearer\`; dropped (never stored) otherwise. ${SECRET_RULE}`, writeOnly: true, maxLength: SECRET_MAX })
-  @OptionalNonNull()
-  @IsString()
-  @MaxLength(SECRET_MAX)
+  @TextField({ optional: true, writeOnly: true, maxLength: SECRET_MAX, description: `used when \`type\` = \`bearer\`; dropped (never stored) otherwise. ${SECRET_RULE}` })
   token?: string;
-  @ApiPropertyOptional({ description: `used when \`type\` = \`api_key\`; dropped (never stored) otherwise. ${SECRET_RULE}`, writeOnly: true, maxLength: SECRET_MAX })
-  @OptionalNonNull()
-  @IsString()
-  @MaxLength(SECRET_MAX)
+  @TextField({ optional: true, writeOnly: true, maxLength: SECRET_MAX, description: `used when \`type\` = \`api_key\`; dropped (never stored) otherwise. ${SECRET_RULE}` })
   apiKey?: string;
-  @ApiPropertyOptional({ description: `header that carries the api key (an HTTP token); default \`X-API-Key\`; used when \`type\` = \`api_key\`. ${RESERVED_HEADER_RULES}`,
-    minLength: 1, maxLength: BOUNDS.headerName, pattern: HEADER_NAME.source, })
-  @OptionalNonNull()
-  @IsString()
-  @MaxLength(BOUNDS.headerName)
+  @TextField({
+    optional: true,
+    minLength: 1,
+    maxLength: BOUNDS.headerName,
+    ruledPattern: HEADER_NAME.source,
+    description: `header that carries the api key (an HTTP token); default \`X-API-Key\`; used when \`type\` = \`api_key\`. ${RESERVED_HEADER_RULES}`,
+  })
   header_name?: string;
-  @ApiPropertyOptional({
-    description: `used when \`type\` = \`basic\`; dropped (never stored) otherwise. ${SECRET_RULE} No colon: basic authentication joins user and password with one.`,
+  @TextField({
+    optional: true,
     writeOnly: true,
     maxLength: SECRET_MAX,
-    pattern: '^[^:]*$',
+    ruledPattern: '^[^:]*$',
+    description: `used when \`type\` = \`basic\`; dropped (never stored) otherwise. ${SECRET_RULE} No colon: basic authentication joins user and password with one.`,
   })
-  @OptionalNonNull()
-  @IsString()
-  @MaxLength(SECRET_MAX)
   username?: string;
-  @ApiPropertyOptional({ description: `used when \`type\` = \`basic\`; dropped (never stored) otherwise. ${SECRET_RULE}`, writeOnly: true, maxLength: SECRET_MAX })
-  @OptionalNonNull()
-  @IsString()
-  @MaxLength(SECRET_MAX)
+  @TextField({ optional: true, writeOnly: true, maxLength: SECRET_MAX, description: `used when \`type\` = \`basic\`; dropped (never stored) otherwise. ${SECRET_RULE}` })
   password?: string;
 }
 
-class CustomToolAuthInputDto {
-  @ApiProperty({ enum: AUTH_TYPES }) @IsIn(AUTH_TYPES) type!: string;
-  @ApiPropertyOptional({
-    type: CustomToolCredentialsInputDto,
+export class CustomToolAuthInputDto {
+  @EnumField({ values: AUTH_TYPES }) type!: string;
+  @ObjectField({
+    optional: true,
+    of: CustomToolCredentialsInputDto,
     description:
       'raw secrets, encrypted at rest and never returned. Optional: without it a tool keeps its stored secrets when `type` is unchanged and drops them when `type` changes. ' +
       'A fresh object replaces the stored one: fields it lacks are absent afterwards, and fields the `type` does not use are dropped (never stored or returned).',
   })
-  @OptionalNonNull()
-  @IsObject()
-  @ValidateNested()
-  @Type(() => CustomToolCredentialsInputDto)
   credentials?: CustomToolCredentialsInputDto;
 }
 
 class CustomToolGroupInputDto {
-  @ApiProperty({ minLength: 1, maxLength: BOUNDS.groupName }) @IsString() @IsNotEmpty() @MaxLength(BOUNDS.groupName) name!: string;
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.groupIcon })
-  @IsOptional()
-  @IsString()
-  @MaxLength(BOUNDS.groupIcon)
-  icon?: string | null;
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.groupColor })
-  @IsOptional()
-  @IsString()
-  @MaxLength(BOUNDS.groupColor)
-  color?: string | null;
+  @TextField({ minLength: 1, maxLength: BOUNDS.groupName }) name!: string;
+  @TextField({ optional: true, nullable: true, maxLength: BOUNDS.groupIcon }) icon?: string | null;
+  @TextField({ optional: true, nullable: true, maxLength: BOUNDS.groupColor }) color?: string | null;
 }
 
 /** Fields shared by create and update; all optional here, `CustomToolCreateDto` makes some required. */
 class CustomToolFields {
-  @ApiPropertyOptional({ enum: TOOL_TYPES, default: 'read' }) @OptionalNonNull() @IsIn(TOOL_TYPES) type?: string;
+  @EnumField({ optional: true, values: TOOL_TYPES, default: 'read' }) type?: string;
+  /** each header's name and value are judged by the rules, which name the header at fault */
   @ApiPropertyOptional({
     type: 'object',
     maxProperties: BOUNDS.headers,
@@ -188,78 +144,42 @@ class CustomToolFields {
   @OptionalNonNull()
   @IsObject()
   headers?: Record<string, string>;
-  @ApiPropertyOptional({
-    type: 'string',
+  @TextField({
+    optional: true,
     nullable: true,
     maxLength: BOUNDS.bodyTemplate,
     description:
       'JSON string template for POST, PUT, PATCH bodies; supports `{{param}}` (blanks inside the braces allowed; undeclared ones kept as written). ' +
       'A placeholder inside a JSON string is replaced by the value as text, a bare one by the value as JSON; the template must be valid JSON once placeholders are substituted.',
   })
-  @IsOptional()
-  @IsString()
-  @MaxLength(BOUNDS.bodyTemplate)
   body_template?: string | null;
-  @ApiPropertyOptional({
-    type: [CustomToolParamInputDto],
+  @ObjectListField({
+    optional: true,
+    of: CustomToolParamInputDto,
     maxItems: BOUNDS.toolParameters,
     description: `at most ${BOUNDS.toolParameters}; names unique within the tool. Placeholders need no declared parameter.`,
   })
-  @OptionalNonNull()
-  @IsArray()
-  @ArrayMaxSize(BOUNDS.toolParameters)
-  @ValidateNested({ each: true })
-  @Type(() => CustomToolParamInputDto)
   parameters?: CustomToolParamInputDto[];
-  @ApiPropertyOptional({ type: 'string', nullable: true, maxLength: BOUNDS.responseMapping, description: 'dot path into the response, e.g. `data.items`' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(BOUNDS.responseMapping)
+  @TextField({ optional: true, nullable: true, maxLength: BOUNDS.responseMapping, description: 'dot path into the response, e.g. `data.items`' })
   response_mapping?: string | null;
-  @ApiPropertyOptional({ type: CustomToolAuthInputDto })
-  @OptionalNonNull()
-  @IsObject()
-  @ValidateNested()
-  @Type(() => CustomToolAuthInputDto)
-  auth?: CustomToolAuthInputDto;
-  @ApiPropertyOptional({ type: CustomToolGroupInputDto, nullable: true })
-  @IsOptional()
-  @IsObject()
-  @ValidateNested()
-  @Type(() => CustomToolGroupInputDto)
-  group?: CustomToolGroupInputDto | null;
+  @ObjectField({ optional: true, of: CustomToolAuthInputDto }) auth?: CustomToolAuthInputDto;
+  @ObjectField({ optional: true, nullable: true, of: CustomToolGroupInputDto }) group?: CustomToolGroupInputDto | null;
 }
 
 export class CustomToolCreateDto extends CustomToolFields {
-  @ApiProperty({ description: 'human-readable name that should include connector and resource', minLength: 1, maxLength: BOUNDS.name })
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(BOUNDS.name)
-  label!: string;
-  @ApiProperty({ description: 'addressed to the language model; decides when the tool is called', minLength: 1, maxLength: BOUNDS.toolDescription })
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(BOUNDS.toolDescription)
-  description!: string;
-  @ApiProperty({ enum: HTTP_METHODS }) @IsIn(HTTP_METHODS) method!: string;
-  @ApiProperty({ description: URL_DESCRIPTION, maxLength: BOUNDS.url })
-  @IsString()
-  @MaxLength(BOUNDS.url)
-  url!: string;
+  @TextField({ minLength: 1, maxLength: BOUNDS.name, description: 'human-readable name that should include connector and resource' }) label!: string;
+  @TextField({ minLength: 1, maxLength: BOUNDS.toolDescription, description: 'addressed to the language model; decides when the tool is called' }) description!: string;
+  @EnumField({ values: HTTP_METHODS }) method!: string;
+  @TextField({ maxLength: BOUNDS.url, description: URL_DESCRIPTION }) url!: string;
 }
 
 @PartialUpdateBody()
 export class CustomToolUpdateDto extends CustomToolFields {
-  @ApiPropertyOptional({ minLength: 1, maxLength: BOUNDS.name }) @OptionalNonNull() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) label?: string;
-  @ApiPropertyOptional({ minLength: 1, maxLength: BOUNDS.toolDescription })
-  @OptionalNonNull()
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(BOUNDS.toolDescription)
-  description?: string;
-  @ApiPropertyOptional({ enum: HTTP_METHODS }) @OptionalNonNull() @IsIn(HTTP_METHODS) method?: string;
-  @ApiPropertyOptional({ description: URL_DESCRIPTION, maxLength: BOUNDS.url }) @OptionalNonNull() @IsString() @MaxLength(BOUNDS.url) url?: string;
-  @ApiPropertyOptional() @OptionalNonNull() @IsBoolean() is_active?: boolean;
+  @TextField({ optional: true, minLength: 1, maxLength: BOUNDS.name }) label?: string;
+  @TextField({ optional: true, minLength: 1, maxLength: BOUNDS.toolDescription }) description?: string;
+  @EnumField({ optional: true, values: HTTP_METHODS }) method?: string;
+  @TextField({ optional: true, maxLength: BOUNDS.url, description: URL_DESCRIPTION }) url?: string;
+  @BooleanField({ optional: true }) is_active?: boolean;
 
   /** `name` cannot be changed; declared only to answer with a clear 422 */
   @ApiHideProperty()

@@ -1,42 +1,57 @@
 import { Injectable } from '@nestjs/common';
+import { IntersectionType, OmitType, PickType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import { BOUNDS, IsIdOf } from '../common/input-bounds';
 import { firstProblem, fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
-import { CustomToolCreateDto, CustomToolCredentialsInputDto } from './custom-tools.dto';
+import { CustomToolAuthInputDto, CustomToolCreateDto, CustomToolCredentialsInputDto, CustomToolUpdateDto } from './custom-tools.dto';
 import { CustomToolsRepository, type NewCustomToolRow } from './custom-tools.repository';
-import { AUTH_TYPES, buildToolRow, type AuthInput, type StoredCredentials } from './custom-tools.rules';
+import { buildToolRow, type AuthInput, type StoredCredentials } from './custom-tools.rules';
 import { CustomToolsService } from './custom-tools.service';
-import { IsDateTime } from '../common/validation';
+import { IsDateTime, OptionalNonNull } from '../common/validation';
 
-/** `auth` as the API shows it. */
-class CustomToolAuthFixture {
-  @IsIn(AUTH_TYPES) type!: string;
+/**
+ * `auth` as POST takes it (`type`, `credentials`) or as GET shows it
+ * (`type`, `header_name`): a fixture copied from either reads the same.
+ */
+class CustomToolAuthFixture extends CustomToolAuthInputDto {
   @IsOptional() @IsString() @MaxLength(BOUNDS.headerName) header_name?: string | null;
 }
 
 /**
- * A CustomTool as the API shows it, plus `credentials` (stored encrypted).
- * The definition fields are the API's request DTO, so each is validated
- * exactly as POST /custom_tools validates it.
+ * A custom tool in a fixture: the fields POST /custom_tools takes, with their
+ * rules (derived from the request DTOs, so the API and the loader cannot
+ * judge a value differently), plus what PATCH writes (`is_active`), what a
+ * response shows (`id`, `name`, `auth.header_name`, the timestamps) and
+ * `credentials` beside `auth` (stored encrypted, never shown).
  */
-class CustomToolFixture extends CustomToolCreateDto {
+export class CustomToolFixture extends IntersectionType(OmitType(CustomToolCreateDto, ['auth'] as const), PickType(CustomToolUpdateDto, ['is_active'] as const)) {
   @IsOptional() @IsIdOf('customTool') id?: string;
   @IsOptional() @Matches(/^custom_[a-z0-9_]{1,64}$/, { message: 'must be custom_ followed by lowercase letters, digits and underscores' })
   name?: string;
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolAuthFixture) override auth?: CustomToolAuthFixture = undefined;
+  @OptionalNonNull() @IsObject() @ValidateNested() @Type(() => CustomToolAuthFixture) auth?: CustomToolAuthFixture;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => CustomToolCredentialsInputDto) credentials?: CustomToolCredentialsInputDto;
-  @IsOptional() @IsBoolean() is_active?: boolean;
   @IsOptional() @IsDateTime() created_at?: string | null;
   @IsOptional() @IsDateTime() updated_at?: string | null;
 }
 
-/** The fixture's `auth` + `credentials` as the API's `auth` input: `auth.header_name` is the api key's header. */
-function fixtureAuth(item: CustomToolFixture): AuthInput | undefined {
+/** Fields only a fixture takes (the agreement test never spoils these). */
+export const CUSTOM_TOOL_FIXTURE_ONLY = ['id', 'name', 'credentials', 'is_active', 'created_at', 'updated_at'] as const;
+
+/**
+ * The fixture's `auth` + `credentials` as the API's `auth` input: the secrets
+ * from `auth.credentials` or `credentials` (one place, not both), the api
+ * key's header from either or from `auth.header_name`.
+ */
+function fixtureAuth(item: CustomToolFixture, at: string): AuthInput | undefined {
   if (item.auth === undefined && item.credentials === undefined) return undefined;
-  const headerName = item.credentials?.header_name ?? item.auth?.header_name ?? undefined;
-  const credentials = item.credentials !== undefined || headerName !== undefined ? { ...item.credentials, header_name: headerName } : undefined;
+  if (item.auth?.credentials !== undefined && item.credentials !== undefined && item.credentials !== null) {
+    throw new FixtureError(`${at}.credentials`, 'is given twice: here and in auth.credentials (keep one)');
+  }
+  const given = item.auth?.credentials ?? item.credentials;
+  const headerName = given?.header_name ?? item.auth?.header_name ?? undefined;
+  const credentials = given !== undefined || headerName !== undefined ? { ...given, header_name: headerName } : undefined;
   return { type: item.auth?.type ?? 'none', credentials };
 }
 
@@ -61,7 +76,7 @@ export class CustomToolsFixtureSection extends RegisteredFixtureSection<ParsedTo
     const names = new Set<string>();
     const parsed = this.parseRows(CustomToolFixture, value, path, ctx, (item, at): ParsedTool => {
       // the API's own row builder: defaults and rules identical to POST /custom_tools
-      const built = buildToolRow({ ...item, auth: fixtureAuth(item) }, 'credentials');
+      const built = buildToolRow({ ...item, auth: fixtureAuth(item, at) }, 'credentials');
       if (!built.ok) throw firstProblem(built.fields, at);
 
       if (item.name !== undefined) {

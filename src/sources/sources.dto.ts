@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsNotEmpty, IsObject, IsString, MaxLength } from 'class-validator';
+import { IsIn, IsObject, IsString } from 'class-validator';
+import { TextField } from '../common/field';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { BodyPrecheck, OptionalNonNull } from '../common/validation';
 import { OUTBOUND_URL_RULES } from '../../libs/url-policy/url-policy';
@@ -28,18 +29,17 @@ export class SourceDto {
 /** `type` is judged before the other fields: the validation pipe runs the `@BodyPrecheck` first. */
 @BodyPrecheck(refuseUncreatableType)
 export class SourceCreateDto {
+  /** documented as the two types POST creates; the other two are answered by the precheck (409, 422) */
   @ApiProperty({ enum: CREATABLE_SOURCE_TYPES, description: '`upload` → 409 (the singleton exists); `connector` → 422' })
   @IsString()
   @IsIn(SOURCE_TYPES, { message: 'type must be website or webpage' })
   type!: string;
 
-  @ApiProperty({ description: 'display name', minLength: 1, maxLength: BOUNDS.name })
-  @OptionalNonNull()
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(BOUNDS.name)
+  /** a missing name is one of the problems `createSource` lists, with those of `config` */
+  @TextField({ optional: true, requiredByService: true, minLength: 1, maxLength: BOUNDS.name, description: 'display name' })
   name?: string;
 
+  /** each key is judged by `buildSourceConfig`, which the fixture loader runs too */
   @ApiProperty({
     type: 'object',
     properties: {

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { PickType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
   IsArray,
@@ -6,7 +7,6 @@ import {
   IsIn,
   IsInt,
   IsNotEmpty,
-  IsObject,
   IsOptional,
   IsString,
   MaxLength,
@@ -15,7 +15,7 @@ import {
 } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import { declareIds, firstProblem, fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
-import { SOURCE_TYPES, SYNC_STATUSES } from './sources.dto';
+import { SOURCE_TYPES, SourceCreateDto, SYNC_STATUSES } from './sources.dto';
 import { SourcesRepository, UPLOAD_SOURCE_NAME, type NewDocumentRow, type NewSourceRow } from './sources.repository';
 import { buildSourceConfig } from './sources.rules';
 import { BOUNDS, IsIdOf } from '../common/input-bounds';
@@ -27,22 +27,41 @@ class DocumentFixture {
   @IsOptional() @IsDateTime() created_at?: string | null;
 }
 
-/** A Source as the API shows it, plus `config` and `documents`. */
-class SourceFixture {
+/**
+ * A source in a fixture: `name` and `config` as POST /sources takes them
+ * (derived from the request DTO, so the API and the loader cannot judge a
+ * value differently), plus what a response shows, the `documents` an agent
+ * may select and `type` among all four (a fixture describes the upload and
+ * connector sources POST refuses to create).
+ */
+export class SourceFixture extends PickType(SourceCreateDto, ['name', 'config'] as const) {
   @IsOptional() @IsIdOf('source') id?: string;
   @IsIn(SOURCE_TYPES) type!: string;
-  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) name?: string;
   @IsOptional() @IsString() @MaxLength(BOUNDS.id) connector_id?: string | null;
   @IsOptional() @IsString() @MaxLength(64) connector_type?: string | null;
   @IsOptional() @IsIn(SYNC_STATUSES) sync_status?: string;
   @IsOptional() @IsDateTime() last_sync_at?: string | null;
   @IsOptional() @IsInt() @Min(0) document_count?: number | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
-  @IsOptional() @IsObject() config?: Record<string, unknown>;
   @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => DocumentFixture) documents?: DocumentFixture[];
   @IsOptional() @IsDateTime() created_at?: string | null;
   @IsOptional() @IsDateTime() updated_at?: string | null;
 }
+
+/** Fields only a fixture takes, or takes with values POST /sources refuses (the agreement test never spoils these). */
+export const SOURCE_FIXTURE_ONLY = [
+  'id',
+  'type',
+  'connector_id',
+  'connector_type',
+  'sync_status',
+  'last_sync_at',
+  'document_count',
+  'is_active',
+  'documents',
+  'created_at',
+  'updated_at',
+] as const;
 
 interface ParsedSource {
   /** null id: the upload singleton without an id in the fixture, upserted onto the existing one */
