@@ -408,10 +408,11 @@ describe('Conversations', () => {
   });
 
   describe('q: the newest rows first, then the trigram index', () => {
-    it('finds a term in many titles among the newest rows, and a term only in rows older than the probe through the index, with the same pages', async () => {
-      const org = await createOrg(t.app);
-      const start = Date.parse('2026-01-01T00:00:00Z');
-      // the oldest three say "walrus", every other one "help"; more rows than the probe reads
+    /**
+     * More rows than the probe reads, one a second from `start`: the oldest
+     * three say "walrus", every other one "help".
+     */
+    async function insertProbeRows<Extra extends object>(org: { orgId: string }, start: number, extra: (i: number) => Extra = () => ({}) as Extra) {
       const rows = Array.from({ length: Q_PROBE_ROWS + 10 }, (_, i) => ({
         id: newId('conversation', new Date(start + i * 1000)),
         orgId: org.orgId,
@@ -419,8 +420,15 @@ describe('Conversations', () => {
         source: 'dashboard',
         conversationNumber: i + 1,
         createdAt: new Date(start + i * 1000),
+        ...extra(i),
       }));
       for (let i = 0; i < rows.length; i += 1000) await t.connection.db.insert(conversations).values(rows.slice(i, i + 1000));
+      return rows;
+    }
+
+    it('finds a term in many titles among the newest rows, and a term only in rows older than the probe through the index, with the same pages', async () => {
+      const org = await createOrg(t.app);
+      const rows = await insertProbeRows(org, Date.parse('2026-01-01T00:00:00Z'));
       const newestFirst = rows.map((row) => row.id).reverse();
 
       const common = await list(org, '?q=help&limit=5');
@@ -435,18 +443,10 @@ describe('Conversations', () => {
     });
     it('with metadata[…] beside it, checks the metadata on the probed rows and finds older matches through the index, in order, page after page', async () => {
       const org = await createOrg(t.app);
-      const start = Date.parse('2026-02-01T00:00:00Z');
-      // more rows than the probe reads: "gold" only on old rows outside it, "email" on every seventh row
-      const rows = Array.from({ length: Q_PROBE_ROWS + 10 }, (_, i) => ({
-        id: newId('conversation', new Date(start + i * 1000)),
-        orgId: org.orgId,
-        title: i < 3 ? `walrus question ${i}` : `help with order ${i}`,
-        source: 'dashboard',
-        conversationNumber: i + 1,
+      // "gold" only on old rows outside the probe, "email" on every seventh row
+      const rows = await insertProbeRows(org, Date.parse('2026-02-01T00:00:00Z'), (i) => ({
         metadata: { channel: i % 7 === 0 ? 'email' : 'web', ...(i >= 3 && i < 8 ? { tier: 'gold' } : {}) },
-        createdAt: new Date(start + i * 1000),
       }));
-      for (let i = 0; i < rows.length; i += 1000) await t.connection.db.insert(conversations).values(rows.slice(i, i + 1000));
       // the plain filter, newest first
       const expected = (word: string, key: 'channel' | 'tier', value: string) =>
         rows
