@@ -12,17 +12,8 @@ import type { components, paths } from './generated/api-v1.js';
 type Schemas = components['schemas'];
 export type Agent = Schemas['AgentDto'];
 export type AgentUpdate = Schemas['AgentUpdateDto'];
-/**
- * The create body. The served schema states its rule "`instructions` or
- * `instructions_html`" as `anyOf` lists of required fields, which
- * openapi-typescript renders as `unknown` (any body would compile); so it is
- * spelt here from the fields create and update share, and
- * test/sdk.e2e-spec.ts checks its fields against the served schema's.
- */
-export type AgentCreate = Omit<AgentUpdate, 'handle' | 'name' | 'instructions' | 'instructions_html' | 'is_active' | 'deactivated_reason' | 'deactivated_at'> & {
-  handle: string;
-  name: string;
-} & ({ instructions: string; instructions_html?: string } | { instructions?: string; instructions_html: string });
+/** The create body: `handle`, `name`, and `instructions` or `instructions_html` (or both) required. */
+export type AgentCreate = Schemas['AgentCreateDto'];
 export type CustomTool = Schemas['CustomToolDto'];
 export type CustomToolCreate = Schemas['CustomToolCreateDto'];
 export type CustomToolUpdate = Schemas['CustomToolUpdateDto'];

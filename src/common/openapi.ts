@@ -150,8 +150,9 @@ const SCHEMA_RULES = new Map<Type<unknown>, Record<string, unknown>>();
 
 /**
  * A rule of a body class that spans fields (one of two fields required),
- * stated in its served schema as JSON Schema keywords (`anyOf`…) beside what
- * the field decorators generate. The class still enforces it with its
+ * stated in its served schema as JSON Schema keywords (`anyOf`…), served as
+ * one `allOf` entry beside what the field decorators generate (see
+ * src/meta/openapi-document.ts). The class still enforces it with its
  * validators: this says it in the document, where generated clients and
  * validating proxies read it.
  */

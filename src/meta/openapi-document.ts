@@ -251,13 +251,37 @@ function requestOnlySchemas(document: OpenAPIObject): Set<string> {
 }
 
 /**
+ * A class's rule across fields as one `allOf` entry beside its properties.
+ * openapi-typescript types a sibling `anyOf` as a union with the object (and
+ * a branch that only lists `required` as `unknown`), so the whole body became
+ * `unknown`; an `allOf` entry becomes an intersection, and a branch that
+ * carries its required fields' schemas becomes `{ instructions: string }`.
+ * The branch gets the class's own field schemas without their annotations
+ * (each field's description stays where it is).
+ */
+function ruleEntry(name: string, rules: Record<string, unknown>, properties: Record<string, Schema>): Schema {
+  const typed = (branch: Schema): Schema => {
+    if (!Array.isArray(branch.required) || branch.properties !== undefined) return branch;
+    const fields = (branch.required as string[]).map((field) => {
+      const property = properties[field];
+      if (!property) throw new Error(`@SchemaRules of ${name} names ${field}, which is not one of its fields`);
+      const { description: _description, title: _title, example: _example, examples: _examples, default: _default, ...constraints } = property;
+      return [field, constraints];
+    });
+    return { ...branch, properties: Object.fromEntries(fields) };
+  };
+  return Object.fromEntries(Object.entries(rules).map(([keyword, value]) => [keyword, Array.isArray(value) ? (value as Schema[]).map(typed) : value]));
+}
+
+/**
  * What the validation pipe enforces on a body, stated where JSON Schema can:
  * every body class refuses unknown fields (`additionalProperties: false`;
  * free-form fields inside declare their own `additionalProperties`), and a
  * class's rules across fields (`@SchemaRules`, e.g. the instructions rule of
- * AgentCreate as `anyOf`) are added to its schema. A generated client or a
- * validating proxy then refuses what the server refuses. Schemas shared with
- * responses are left open, so a response may gain fields.
+ * AgentCreate as `anyOf`) are added to its schema as an `allOf` entry. A
+ * generated client or a validating proxy then refuses what the server
+ * refuses. Schemas shared with responses are left open, so a response may
+ * gain fields.
  */
 function documentBodyRules(document: OpenAPIObject): void {
   const components = (document.components?.schemas ?? {}) as Record<string, Schema>;
@@ -265,5 +289,10 @@ function documentBodyRules(document: OpenAPIObject): void {
     const schema = components[name];
     if (schema && schema.type === 'object' && schema.additionalProperties === undefined) schema.additionalProperties = false;
   }
-  for (const [name, rules] of schemaRulesByName()) if (components[name]) Object.assign(components[name], rules);
+  for (const [name, rules] of schemaRulesByName()) {
+    const schema = components[name];
+    if (!schema) continue;
+    const properties = (schema.properties ?? {}) as Record<string, Schema>;
+    schema.allOf = [...((schema.allOf as Schema[] | undefined) ?? []), ruleEntry(name, rules, properties)];
+  }
 }

@@ -553,7 +553,11 @@ export interface components {
             /** @description Required unless `instructions_html` is provided. */
             instructions?: string;
             instructions_html?: string;
-        } | unknown | unknown;
+        } & ({
+            instructions: string;
+        } | {
+            instructions_html: string;
+        });
         AgentUpdateDto: {
             description?: string | null;
             model?: string | null;
