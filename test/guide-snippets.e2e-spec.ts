@@ -1,5 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import ts from 'typescript';
 
 /**
@@ -201,6 +201,21 @@ describe('docs/adding-a-module.md: every file it names exists', () => {
         // the example resource and the per-resource templates name files a new module adds
         if (/widget|<resource>|\*/.test(path)) continue;
         if (!existsSync(join(ROOT, path))) missing.push(`${GUIDE}:${index + 1} names ${path}, which does not exist: correct the path or the text`);
+      }
+    });
+    expect(missing).toEqual([]);
+  });
+
+  test('every backticked file name without a folder (`chatbots.mapper.ts`) is a file at the top of the repository or in src/, libs/ or test/', () => {
+    const names = new Set([
+      ...readdirSync(ROOT),
+      ...['src', 'libs', 'test'].flatMap((folder) => readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' }).map((path) => basename(path))),
+    ]);
+    const missing: string[] = [];
+    guide.split('\n').forEach((text, index) => {
+      for (const [, name] of text.matchAll(/`([\w.-]+\.(?:ts|json))`/g)) {
+        if (/widget|<resource>/.test(name)) continue;
+        if (!names.has(name)) missing.push(`${GUIDE}:${index + 1} names ${name}, which is no file of the root, src/, libs/ or test/: correct the name or the text`);
       }
     });
     expect(missing).toEqual([]);
