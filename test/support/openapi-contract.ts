@@ -138,7 +138,16 @@ export function valueOf(schema: Schema | undefined, resolve: (s: Schema | undefi
     if (base.properties) {
       return fc.oneof(
         ...(branches as Schema[]).map((branch) =>
-          valueOf({ ...base, ...branch, required: [...((base.required as string[]) ?? []), ...((resolve(branch).required as string[]) ?? [])] }, resolve, depth + 1),
+          valueOf(
+            {
+              ...base,
+              ...resolve(branch),
+              properties: { ...(base.properties as object), ...((resolve(branch).properties as object) ?? {}) },
+              required: [...((base.required as string[]) ?? []), ...((resolve(branch).required as string[]) ?? [])],
+            },
+            resolve,
+            depth + 1,
+          ),
         ),
       );
     }
@@ -152,7 +161,8 @@ export function valueOf(schema: Schema | undefined, resolve: (s: Schema | undefi
       merged.properties = { ...((merged.properties as object) ?? {}), ...((part.properties as object) ?? {}) };
       merged.required = [...((merged.required as string[]) ?? []), ...((part.required as string[]) ?? [])];
       if (!merged.type && part.type) merged.type = part.type;
-      for (const k of ['pattern', 'format', 'minLength', 'maxLength', 'minimum', 'maximum', 'items', 'enum']) if (part[k] !== undefined && merged[k] === undefined) merged[k] = part[k];
+      // an entry's anyOf/oneOf (AgentCreate's instructions rule) stays a rule on the merged object
+      for (const k of ['pattern', 'format', 'minLength', 'maxLength', 'minimum', 'maximum', 'items', 'enum', 'anyOf', 'oneOf']) if (part[k] !== undefined && merged[k] === undefined) merged[k] = part[k];
     }
     return valueOf(merged, resolve, depth + 1);
   }
