@@ -15,14 +15,19 @@ export interface TestCluster {
   destroy(): void;
 }
 
-export function startTestCluster(): TestCluster {
-  const out = execFileSync('bash', [SCRIPT, 'start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  const vars = Object.fromEntries(
+/** The `NAME=value` lines a test script prints (scripts/pg-test-cluster.sh, scripts/pgbouncer-test.sh). */
+export function shellAssignments(out: string): Record<string, string> {
+  return Object.fromEntries(
     out
       .trim()
       .split('\n')
       .map((line) => line.split(/=(.*)/s).slice(0, 2) as [string, string]),
   );
+}
+
+export function startTestCluster(): TestCluster {
+  const out = execFileSync('bash', [SCRIPT, 'start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const vars = shellAssignments(out);
   const dir = vars.PG_TEST_DIR;
   const run = (command: string) => execFileSync('bash', [SCRIPT, command, dir], { stdio: ['ignore', 'ignore', 'inherit'] });
   // asynchronous, so that an in-process server keeps serving while it runs

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { shellAssignments } from './pg-cluster';
 
 const SCRIPT = join(__dirname, '..', '..', 'scripts', 'pgbouncer-test.sh');
 
@@ -18,12 +19,7 @@ export function startPgBouncer(serverUrl: string, serverConnections: number): Te
     env: { ...process.env, PGBOUNCER_POOL_SIZE: String(serverConnections) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const vars = Object.fromEntries(
-    out
-      .trim()
-      .split('\n')
-      .map((line) => line.split(/=(.*)/s).slice(0, 2) as [string, string]),
-  );
+  const vars = shellAssignments(out);
   const dir = vars.PGBOUNCER_DIR;
   return { url: vars.DATABASE_URL, dir, stop: () => execFileSync('bash', [SCRIPT, 'stop', dir], { stdio: 'inherit' }) };
 }
