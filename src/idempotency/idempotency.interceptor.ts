@@ -186,7 +186,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     } catch (error) {
       if (error instanceof IdempotencyRecordTooLarge) {
         // a lost input bound, not a passing fault: a retry would fail alike, so no 503
-        this.logger.error({ request_id: attempt.request.requestId, bytes: error.bytes }, 'idempotency record over its bound; the write is rolled back');
+        this.logger.error({ bytes: error.bytes }, 'idempotency record over its bound; the write is rolled back');
         throw new ApiError(ErrorCode.InternalError, 'The answer could not be recorded, and the request was rolled back.');
       }
       this.logger.warn(
