@@ -246,6 +246,23 @@ describe('query parameters of every list: all optional, documented values accept
     expect('trigger_payload' in res.body.data).toBe(value === 'true' || value === '1');
   });
 
+  it('an empty value of a text query parameter is refused exactly where the document says minLength 1', async () => {
+    const document = (await t.http.get(`${api}/openapi.json`).expect(200)).body;
+    const checked: string[] = [];
+    for (const [path, item] of Object.entries<Record<string, { parameters?: Array<{ in: string; name: string; schema?: { type?: string; minLength?: number; format?: string; enum?: unknown[] } }> }>>(document.paths)) {
+      if (path.includes('{') || !item.get) continue;
+      for (const parameter of item.get.parameters ?? []) {
+        // a date-time or an enum states its own form, which the empty value does not have
+        if (parameter.in !== 'query' || parameter.schema?.type !== 'string' || parameter.schema.format || parameter.schema.enum) continue;
+        const res = await get(`${path}?${parameter.name}=`);
+        const refused = res.status === 422 && res.body.error.details.fields[parameter.name] !== undefined;
+        checked.push(`${path}?${parameter.name}= ${refused ? 'refused' : 'taken'}`);
+        expect({ path, name: parameter.name, refused }).toEqual({ path, name: parameter.name, refused: parameter.schema.minLength === 1 });
+      }
+    }
+    expect(checked).toEqual(expect.arrayContaining(['/conversations?q= refused', '/conversations?agent_id= refused', '/agents?cursor= refused']));
+  });
+
   it('every documented filter of GET /conversations at once', async () => {
     const agents = (await get('/agents?limit=1').expect(200)).body.data;
     const query = new URLSearchParams({

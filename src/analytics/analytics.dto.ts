@@ -1,19 +1,14 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsDate, IsOptional } from 'class-validator';
+import { ApiProperty } from '@nestjs/swagger';
+import { QueryDateParam } from '../common/field';
 import { PaginationQuery } from '../common/pagination';
-import { QUERY_DATE_MESSAGE, QUERY_DATE_SCHEMA, toQueryDate } from '../common/query-values';
 
-const DATE_MESSAGE = QUERY_DATE_MESSAGE;
 export const ANALYTICS_DEFAULT_WINDOW_DAYS = 30;
 
 export class AgentAnalyticsQuery extends PaginationQuery {
-  @ApiPropertyOptional({ ...QUERY_DATE_SCHEMA, description: `Window start (inclusive); default \`until\` minus ${ANALYTICS_DEFAULT_WINDOW_DAYS} days.` })
-  @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
+  @QueryDateParam({ description: `Window start (inclusive); default \`until\` minus ${ANALYTICS_DEFAULT_WINDOW_DAYS} days.` })
   since?: Date;
 
-  @ApiPropertyOptional({ ...QUERY_DATE_SCHEMA, description: 'Window end (inclusive); default now.' })
-  @IsOptional() @Transform(toQueryDate) @IsDate(DATE_MESSAGE)
+  @QueryDateParam({ description: 'Window end (inclusive); default now.' })
   until?: Date;
 }
 

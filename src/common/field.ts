@@ -1,8 +1,9 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
+import { Transform, Type } from 'class-transformer';
+import { ArrayMaxSize, IsArray, IsBoolean, IsDate, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { BOUNDS, IsBoundedJson } from './input-bounds';
+import { QUERY_DATE_MESSAGE, QUERY_DATE_SCHEMA, toQueryBoolean, toQueryDate, toStrictInt } from './query-values';
 import { DATE_TIME_DESCRIPTION, IsDateTime, OptionalNonNull } from './validation';
 
 /**
@@ -142,4 +143,75 @@ export function ObjectField(rules: Presence & { of: new () => object }): Propert
 /** A free-form JSON object, bounded in size and depth (`BOUNDS.jsonBytes`, `BOUNDS.jsonDepth`). */
 export function JsonObjectField(rules: Presence): PropertyDecorator {
   return applyDecorators(documented(rules, { type: 'object', additionalProperties: true }), ...presence(rules), IsObject(), IsBoundedJson());
+}
+
+/**
+ * Query parameters, written once like body fields. A query value is always
+ * optional and arrives as text; a transform reads it (`query-values.ts`), and
+ * what does not read becomes a sentinel the validator refuses with the
+ * parameter's own message, so the 422 names the parameter.
+ */
+interface QueryParamRules {
+  description?: string;
+}
+
+/** A text parameter, never empty (an empty value filters nothing and reads as a client's mistake); `pattern` is documented, the service judges it. */
+export function QueryTextParam(rules: QueryParamRules & { maxLength: number; pattern?: string }): PropertyDecorator {
+  const { maxLength, pattern, description } = rules;
+  return applyDecorators(
+    ApiPropertyOptional({
+      type: 'string',
+      minLength: 1,
+      maxLength,
+      ...(pattern !== undefined ? { pattern } : {}),
+      ...(description !== undefined ? { description } : {}),
+    }),
+    IsOptional(),
+    IsString(),
+    IsNotEmpty(),
+    MaxLength(maxLength),
+  );
+}
+
+/** An RFC 3339 date-time parameter (`toQueryDate`: the offset may be left out, then UTC). */
+export function QueryDateParam(rules: QueryParamRules): PropertyDecorator {
+  return applyDecorators(
+    ApiPropertyOptional({ ...QUERY_DATE_SCHEMA, ...(rules.description !== undefined ? { description: rules.description } : {}) }),
+    IsOptional(),
+    Transform(toQueryDate),
+    IsDate(QUERY_DATE_MESSAGE),
+  );
+}
+
+/** `1` and `0` are read as `true` and `false` beside the words (docs/decisions.md); the document types it boolean, so generated clients send a boolean. */
+const ALSO_ONE_AND_ZERO = '`1` and `0` are accepted as `true` and `false`; any other value is refused (422).';
+
+export function QueryBooleanParam(rules: QueryParamRules & { description: string }): PropertyDecorator {
+  return applyDecorators(
+    ApiPropertyOptional({ type: 'boolean', description: `${rules.description} ${ALSO_ONE_AND_ZERO}` }),
+    IsOptional(),
+    Transform(toQueryBoolean),
+    IsBoolean({ message: '$property must be true, false, 1 or 0' }),
+  );
+}
+
+/** A whole number from `minimum` to `maximum` (`toStrictInt`: no fractions, exponents or blanks). */
+export function QueryIntParam(rules: QueryParamRules & { minimum: number; maximum: number; default?: number }): PropertyDecorator {
+  const { minimum, maximum, description, default: defaultValue } = rules;
+  const message = { message: `$property must be an integer from ${minimum} to ${maximum}` };
+  return applyDecorators(
+    ApiPropertyOptional({
+      type: 'integer',
+      format: 'int32',
+      minimum,
+      maximum,
+      ...(defaultValue !== undefined ? { default: defaultValue } : {}),
+      ...(description !== undefined ? { description } : {}),
+    }),
+    IsOptional(),
+    Transform(toStrictInt),
+    IsInt(message),
+    Min(minimum, message),
+    Max(maximum, message),
+  );
 }

@@ -1,35 +1,19 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { CursorCodec, filterHash } from '../../libs/cursor/cursor';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { ApiError } from './api-error';
 import { Page } from './envelope';
+import { QueryIntParam, QueryTextParam } from './field';
 
 export const DEFAULT_PAGE_SIZE = 25;
 const MAX_PAGE_SIZE = 100;
 
-/** Strict integer parsing: `1.5`, `abc`, `1e2`, repeated params and blanks are not integers. */
-export function toStrictInt({ value }: { value: unknown }): unknown {
-  if (value === undefined) return undefined;
-  return typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : Number.NaN;
-}
-
 /** `cursor` and `limit`, shared by every paginated endpoint (extend it for filters). */
 export class PaginationQuery {
-  @ApiPropertyOptional({ description: 'Opaque cursor from `meta.next_cursor` of the previous page.', maxLength: 512 })
-  @IsOptional()
-  @IsString()
-  @MaxLength(512)
+  @QueryTextParam({ maxLength: 512, description: 'Opaque cursor from `meta.next_cursor` of the previous page.' })
   cursor?: string;
 
-  @ApiPropertyOptional({ type: 'integer', format: 'int32', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })
-  @IsOptional()
-  @Transform(toStrictInt)
-  @IsInt({ message: `limit must be an integer from 1 to ${MAX_PAGE_SIZE}` })
-  @Min(1, { message: `limit must be an integer from 1 to ${MAX_PAGE_SIZE}` })
-  @Max(MAX_PAGE_SIZE, { message: `limit must be an integer from 1 to ${MAX_PAGE_SIZE}` })
+  @QueryIntParam({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })
   limit?: number;
 }
 

@@ -40,6 +40,12 @@ export const QUERY_DATE_MESSAGE = {
 /** OpenAPI schema of a date-time query param. */
 export const QUERY_DATE_SCHEMA = { type: 'string', format: 'date-time', maxLength: BOUNDS.dateTime } as const;
 
+/** Strict integer parsing: `1.5`, `abc`, `1e2`, repeated params and blanks are not integers. */
+export function toStrictInt({ value }: { value: unknown }): unknown {
+  if (value === undefined) return undefined;
+  return typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : Number.NaN;
+}
+
 /** `@Transform` for boolean query flags: `true`/`1` and `false`/`0` (documented in docs/decisions.md); anything else stays a non-boolean. */
 export function toQueryBoolean({ value }: { value: unknown }): unknown {
   if (value === 'true' || value === '1') return true;
