@@ -11,7 +11,7 @@ import type { AgentChanges, NewAgentRow } from './agents.repository';
  * The rules of an agent as pure functions, used by the service (POST and
  * PATCH /agents) and by the fixture section alike: defaults, reference
  * formats, self-reference, instructions, the custom tool cap, the
- * activation guard and what (de)activation writes. Checks that read other
+ * activation guard, what (de)activation writes and the trash window. Checks that read other
  * rows (references exist, the unique handle) stay with the service.
  */
 
@@ -285,4 +285,16 @@ export function activationTransition(current: { isActive: boolean }, dto: AgentU
   if (dto.is_active === true && !current.isActive) return 'activating';
   if (dto.is_active === false && current.isActive) return 'deactivating';
   return null;
+}
+
+/** How long a deleted agent stays in the trash before it is hard deleted. */
+const TRASH_WINDOW_DAYS = 30;
+
+/**
+ * The one definition of "past the trash window": an agent soft-deleted before
+ * this instant. The purge removes exactly these; until it has run, every
+ * agent-addressed endpoint already answers `agent_not_found` for them.
+ */
+export function trashWindowStart(now: Date = new Date()): Date {
+  return new Date(now.getTime() - TRASH_WINDOW_DAYS * 24 * 60 * 60 * 1000);
 }
