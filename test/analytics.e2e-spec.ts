@@ -1,5 +1,6 @@
 import { newId } from '../libs/ids/ids';
-import { AgentsTrashService, trashWindowStart } from '../src/agents/agents-trash.service';
+import { AgentsTrashService } from '../src/agents/agents-trash.service';
+import { trashWindowStart } from '../src/agents/agents.rules';
 import { readAgentRow } from './support/agent-rows';
 import { createOrg } from './support/factories';
 import { insertAgent, insertConversation } from './support/readside-rows';

@@ -3,19 +3,9 @@ import { LOGGER, type AppLogger } from '../common/logger';
 import { pauseAfter } from '../common/scheduled-jobs';
 import { DatabaseConnection } from '../database/connection';
 import { AgentsTrashRepository } from './agents-trash.repository';
+import { trashWindowStart } from './agents.rules';
 
-/** How long a deleted agent stays in the trash before it is hard deleted. */
-const TRASH_WINDOW_DAYS = 30;
 const TRASH_PURGE_BATCH_SIZE = 500;
-
-/**
- * The one definition of "past the trash window": an agent soft-deleted before
- * this instant. The purge removes exactly these; until it has run, every
- * agent-addressed endpoint already answers `agent_not_found` for them.
- */
-export function trashWindowStart(now: Date = new Date()): Date {
-  return new Date(now.getTime() - TRASH_WINDOW_DAYS * 24 * 60 * 60 * 1000);
-}
 
 export interface TrashPurgeResult {
   /** the cut-off: agents soft-deleted before this instant were purged */

@@ -3,7 +3,7 @@ import { ApiBody, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.decorators';
 import type { Page } from '../common/envelope';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
-import { planCapDescription } from '../orgs/plan-limits.rules';
+import { planCapDescription } from '../orgs/plan-limits';
 import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';

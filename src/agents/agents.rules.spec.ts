@@ -1,7 +1,6 @@
-import { ApiError } from '../common/api-error';
+import { accepted, ApiError } from '../common/api-error';
 import {
   activationTransition,
-  applyActivationState,
   buildAgentRow,
   changesOf,
   checkActivationAllowed,
@@ -10,6 +9,7 @@ import {
   isPlainUpdate,
   MANUAL_DEACTIVATION_REASON,
   referencesOf,
+  withActivationState,
 } from './agents.rules';
 import type { AgentChanges } from './agents.repository';
 
@@ -17,7 +17,8 @@ const ORG = 'org_0123456789abcdef01234567';
 const AGENT = 'agent_0123456789abcdef01234567';
 const HEX = '0123456789abcdef01234567';
 
-function thrown(work: () => void): ApiError {
+/** The answer a service gives for a refused rule: what `accepted` throws. */
+function thrown(work: () => unknown): ApiError {
   try {
     work();
   } catch (error) {
@@ -79,11 +80,11 @@ describe('PATCH rules', () => {
   });
 
   it('an agent keeps instructions or instructions_html; the error names the field cleared', () => {
-    expect(thrown(() => checkInstructionsKept({ instructions: null, instructionsHtml: null }, { instructions_html: null })).details).toEqual({
+    expect(thrown(() => accepted(checkInstructionsKept({ instructions: null, instructionsHtml: null }, { instructions_html: null }))).details).toEqual({
       fields: { instructions_html: ['an agent needs instructions or instructions_html'] },
       field_count: 1,
     });
-    expect(() => checkInstructionsKept({ instructions: 'x', instructionsHtml: null }, { instructions_html: null })).not.toThrow();
+    expect(checkInstructionsKept({ instructions: 'x', instructionsHtml: null }, { instructions_html: null }).ok).toBe(true);
   });
 });
 
@@ -91,34 +92,36 @@ describe('limits.custom_tool_slots per agent', () => {
   const tools = (n: number) => Array.from({ length: n }, (_v, i) => ({ name: `custom_t${i}`, connector_id: null }));
 
   it('over the cap is the plan-cap 422, naming the cap and the request field', () => {
-    expect(thrown(() => checkCustomToolSlots(tools(3), 0, 2)).details).toEqual({
+    expect(thrown(() => accepted(checkCustomToolSlots(tools(3), 0, 2))).details).toEqual({
       limit: 'custom_tool_slots',
       max: 2,
       fields: { 'limits.custom_tool_slots': ['the agent would have 3 custom tools'], tools: ['has 3 custom tools; the plan allows 2'] },
       field_count: 2,
     });
+    // what the fixture loader would name: the same fields as the answer
+    expect(checkCustomToolSlots(tools(3), 0, 2)).toMatchObject({ ok: false, fields: { 'limits.custom_tool_slots': ['the agent would have 3 custom tools'] } });
   });
 
   it('an agent over a lowered cap may shrink; null is unlimited', () => {
-    expect(() => checkCustomToolSlots(tools(3), 4, 2)).not.toThrow();
-    expect(() => checkCustomToolSlots(tools(50), 0, null)).not.toThrow();
+    expect(checkCustomToolSlots(tools(3), 4, 2).ok).toBe(true);
+    expect(checkCustomToolSlots(tools(50), 0, null).ok).toBe(true);
   });
 });
 
 describe('activation', () => {
   it('is refused while an assigned connector is auth_failed, naming it', () => {
-    const error = thrown(() => checkActivationAllowed([{ id: 'connector_a', name: 'Mail', status: 'auth_failed' }, { id: 'connector_b', name: 'Chat', status: 'connected' }, undefined]));
+    const error = thrown(() => accepted(checkActivationAllowed([{ id: 'connector_a', name: 'Mail', status: 'auth_failed' }, { id: 'connector_b', name: 'Chat', status: 'connected' }, undefined])));
+    expect(error.message).toBe('The agent cannot be activated: connector connector_a ("Mail") has status auth_failed; reconnect it first.');
     expect(error.details).toEqual({ fields: { is_active: ['connector connector_a ("Mail") has status auth_failed'] }, connector_ids: ['connector_a'], field_count: 1 });
   });
 
   it('deactivating writes manual/now, activating clears, unless the PATCH gives them', () => {
     const now = new Date('2026-03-04T05:06:07Z');
-    const off: AgentChanges = {};
-    applyActivationState(off, { is_active: false }, activationTransition({ isActive: true }, { is_active: false }), now);
-    expect(off).toEqual({ deactivatedReason: MANUAL_DEACTIVATION_REASON, deactivatedAt: now });
-    const on: AgentChanges = {};
-    applyActivationState(on, { is_active: true, deactivated_reason: 'kept' }, activationTransition({ isActive: false }, { is_active: true }), now);
-    expect(on).toEqual({ deactivatedReason: 'kept', deactivatedAt: null });
+    const none: AgentChanges = {};
+    expect(withActivationState(none, { is_active: false }, activationTransition({ isActive: true }, { is_active: false }), now)).toEqual({ deactivatedReason: MANUAL_DEACTIVATION_REASON, deactivatedAt: now });
+    expect(withActivationState(none, { is_active: true, deactivated_reason: 'kept' }, activationTransition({ isActive: false }, { is_active: true }), now)).toEqual({ deactivatedReason: 'kept', deactivatedAt: null });
+    expect(withActivationState({ name: 'N' }, { is_active: true }, null, now)).toEqual({ name: 'N' });
+    expect(none).toEqual({});
     expect(activationTransition({ isActive: true }, { is_active: true })).toBeNull();
   });
 });

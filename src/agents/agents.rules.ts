@@ -1,8 +1,8 @@
 import { newId, parseId } from '../../libs/ids/ids';
 import { ApiError, type FieldErrors } from '../common/api-error';
-import { addFieldError, hasFieldErrors, type Checked } from '../common/field-errors';
+import { addFieldError, hasFieldErrors, refused, type Checked } from '../common/field-errors';
 import type { DataSourceRefRow, ToolRefRow } from '../database/schema';
-import { planLimitReached } from '../orgs/plan-limits.rules';
+import { planLimitReached } from '../orgs/plan-limits';
 import { CUSTOM_TOOL_PREFIX, DEFAULT_AGENT_COLOR, type AgentCreateDto, type AgentUpdateDto, type DataSourceRefDto, type ToolRefDto } from './agents.dto';
 import type { AgentRow } from './agents.mapper';
 import type { AgentChanges, NewAgentRow } from './agents.repository';
@@ -11,7 +11,7 @@ import type { AgentChanges, NewAgentRow } from './agents.repository';
  * The rules of an agent as pure functions, used by the service (POST and
  * PATCH /agents) and by the fixture section alike: defaults, reference
  * formats, self-reference, instructions, the custom tool cap, the
- * activation guard and what (de)activation writes. Checks that read other
+ * activation guard, what (de)activation writes and the trash window. Checks that read other
  * rows (references exist, the unique handle) stay with the service.
  */
 
@@ -97,14 +97,14 @@ export function buildAgentRow(orgId: string, input: AgentRowInput): Checked<NewA
     deletedAt: toDate(input.deleted_at),
     ...(createdAt ? { createdAt, updatedAt: toDate(input.updated_at) ?? createdAt } : input.updated_at ? { updatedAt: new Date(input.updated_at) } : {}),
   };
-  return hasFieldErrors(problems) ? { ok: false, fields: problems } : { ok: true, value: row, refs };
+  return hasFieldErrors(problems) ? refused(problems) : { ok: true, value: row, refs };
 }
 
 /** The reference fields of agent `agentId` normalized, or every format, duplicate and self-reference problem. */
 export function referencesOf(agentId: string, dto: AgentReferenceFields): Checked<NormalizedRefs> {
   const problems: FieldErrors = {};
   const refs = collectReferences(agentId, dto, problems);
-  return hasFieldErrors(problems) ? { ok: false, fields: problems } : { ok: true, value: refs };
+  return hasFieldErrors(problems) ? refused(problems) : { ok: true, value: refs };
 }
 
 function collectReferences(agentId: string, dto: AgentReferenceFields, problems: FieldErrors): NormalizedRefs {
@@ -234,10 +234,9 @@ export function changesOf(dto: AgentUpdateDto, refs: NormalizedRefs): AgentChang
 }
 
 /** An agent keeps instructions or instructions_html after a PATCH; the error names the field the PATCH cleared. */
-export function checkInstructionsKept(final: Pick<AgentRow, 'instructions' | 'instructionsHtml'>, dto: AgentUpdateDto): void {
-  if (final.instructions === null && final.instructionsHtml === null) {
-    throw ApiError.field(dto.instructions === null ? 'instructions' : 'instructions_html', 'an agent needs instructions or instructions_html');
-  }
+export function checkInstructionsKept(final: Pick<AgentRow, 'instructions' | 'instructionsHtml'>, dto: AgentUpdateDto): Checked<void> {
+  if (final.instructions !== null || final.instructionsHtml !== null) return { ok: true, value: undefined };
+  return refused({ [dto.instructions === null ? 'instructions' : 'instructions_html']: ['an agent needs instructions or instructions_html'] });
 }
 
 /**
@@ -245,39 +244,40 @@ export function checkInstructionsKept(final: Pick<AgentRow, 'instructions' | 'in
  * agent already over a lowered cap may still shrink: only a count above the
  * cap that is also above the agent's current count is refused.
  */
-export function checkCustomToolSlots(tools: readonly ToolRefRow[], currentCount: number, slots: number | null | undefined): void {
-  if (slots === null || slots === undefined) return;
+export function checkCustomToolSlots(tools: readonly ToolRefRow[], currentCount: number, slots: number | null | undefined): Checked<void> {
   const wanted = customToolCount(tools);
-  if (wanted > slots && wanted > currentCount) {
-    throw planLimitReached('custom_tool_slots', slots, `the agent would have ${wanted} custom tools`, {
-      tools: [`has ${wanted} custom tools; the plan allows ${slots}`],
-    });
-  }
+  if (slots === null || slots === undefined || wanted <= slots || wanted <= currentCount) return { ok: true, value: undefined };
+  const answer = planLimitReached('custom_tool_slots', slots, `the agent would have ${wanted} custom tools`, {
+    tools: [`has ${wanted} custom tools; the plan allows ${slots}`],
+  });
+  return refused(answer.details?.fields ?? {}, answer);
 }
 
 /** Activation is refused while an assigned connector needs reconnecting; nothing changes. */
-export function checkActivationAllowed(assigned: ReadonlyArray<{ id: string; name: string; status: string } | undefined>): void {
+export function checkActivationAllowed(assigned: ReadonlyArray<{ id: string; name: string; status: string } | undefined>): Checked<void> {
   const broken = assigned.filter((connector) => connector?.status === AUTH_FAILED) as Array<{ id: string; name: string }>;
-  if (broken.length === 0) return;
+  if (broken.length === 0) return { ok: true, value: undefined };
   const names = broken.map((c) => `${c.id} ("${c.name}")`).join(', ');
-  throw ApiError.validation({ is_active: [`connector ${names} has status auth_failed`] }, `The agent cannot be activated: connector ${names} has status auth_failed; reconnect it first.`, {
+  const fields = { is_active: [`connector ${names} has status auth_failed`] };
+  const answer = ApiError.validation(fields, `The agent cannot be activated: connector ${names} has status auth_failed; reconnect it first.`, {
     connector_ids: broken.map((c) => c.id),
   });
+  return refused(fields, answer);
 }
 
 /**
- * What switching `is_active` writes to the agent's own deactivation fields:
- * `manual`/now when a client deactivates, cleared on reactivation, unless
- * the same PATCH gives them.
+ * The changes with what switching `is_active` writes to the agent's own
+ * deactivation fields: `manual`/now when a client deactivates, cleared on
+ * reactivation, unless the same PATCH gives them.
  */
-export function applyActivationState(changes: AgentChanges, dto: AgentUpdateDto, transition: 'activating' | 'deactivating' | null, now: Date): void {
-  if (transition === 'deactivating') {
-    changes.deactivatedReason = dto.deactivated_reason !== undefined ? dto.deactivated_reason : MANUAL_DEACTIVATION_REASON;
-    changes.deactivatedAt = dto.deactivated_at !== undefined ? changes.deactivatedAt : now;
-  } else if (transition === 'activating') {
-    changes.deactivatedReason = dto.deactivated_reason !== undefined ? dto.deactivated_reason : null;
-    changes.deactivatedAt = dto.deactivated_at !== undefined ? changes.deactivatedAt : null;
-  }
+export function withActivationState(changes: AgentChanges, dto: AgentUpdateDto, transition: 'activating' | 'deactivating' | null, now: Date): AgentChanges {
+  if (transition === null) return changes;
+  const deactivating = transition === 'deactivating';
+  return {
+    ...changes,
+    deactivatedReason: dto.deactivated_reason !== undefined ? dto.deactivated_reason : deactivating ? MANUAL_DEACTIVATION_REASON : null,
+    deactivatedAt: dto.deactivated_at !== undefined ? changes.deactivatedAt : deactivating ? now : null,
+  };
 }
 
 /** The transition a PATCH's `is_active` makes from the current state, if any. */
@@ -285,4 +285,16 @@ export function activationTransition(current: { isActive: boolean }, dto: AgentU
   if (dto.is_active === true && !current.isActive) return 'activating';
   if (dto.is_active === false && current.isActive) return 'deactivating';
   return null;
+}
+
+/** How long a deleted agent stays in the trash before it is hard deleted. */
+const TRASH_WINDOW_DAYS = 30;
+
+/**
+ * The one definition of "past the trash window": an agent soft-deleted before
+ * this instant. The purge removes exactly these; until it has run, every
+ * agent-addressed endpoint already answers `agent_not_found` for them.
+ */
+export function trashWindowStart(now: Date = new Date()): Date {
+  return new Date(now.getTime() - TRASH_WINDOW_DAYS * 24 * 60 * 60 * 1000);
 }

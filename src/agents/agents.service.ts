@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { parseId } from '../../libs/ids/ids';
-import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
+import { accepted, ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
 import { uniqueViolationConstraint } from '../database/database-errors';
 import type { Page } from '../common/envelope';
 import { LOGGER, type AppLogger } from '../common/logger';
@@ -15,7 +15,6 @@ import { OrgsRepository } from '../orgs/orgs.repository';
 import { AgentsRepository } from './agents.repository';
 import {
   activationTransition,
-  applyActivationState,
   assignedConnectorIds,
   buildAgentRow,
   changesOf,
@@ -25,9 +24,10 @@ import {
   customToolCount,
   isPlainUpdate,
   referencesOf,
+  withActivationState,
   type NormalizedRefs,
 } from './agents.rules';
-import { checkCountCap } from '../orgs/plan-limits.rules';
+import { checkCountCap } from '../orgs/plan-limits';
 import { addFieldError, hasFieldErrors } from '../common/field-errors';
 import type { LockedRepresentation } from '../conditional/conditional.decorators';
 
@@ -82,15 +82,14 @@ export class AgentsService implements LockedRepresentation {
       sub_agents: dto.sub_agents,
       data_sources: dto.data_sources,
     });
-    if (!built.ok) throw ApiError.validation(built.fields);
-    const { value: newRow, refs } = built;
+    const { value: newRow, refs } = accepted(built);
     const tools = refs.tools ?? [];
     const row = await this.withHandleConflict(() =>
       this.connection.transaction(async () => {
         // the org row lock queues concurrent creates of one organization, so the cap holds
         const limits = await this.orgs.lockLimits(orgId);
         await checkCountCap('agents', limits?.agents, () => this.repository.countLive(orgId), 'live agents');
-        checkCustomToolSlots(tools, 0, limits?.custom_tool_slots);
+        accepted(checkCustomToolSlots(tools, 0, limits?.custom_tool_slots));
         await this.checkReferences(orgId, refs, { currentSubAgents: [] });
         return this.repository.insert(orgId, newRow);
       }),
@@ -100,9 +99,7 @@ export class AgentsService implements LockedRepresentation {
 
   async updateAgent(orgId: string, rawId: string, dto: AgentUpdateDto): Promise<AgentDto> {
     const id = this.agentId(rawId);
-    const checked = referencesOf(id, dto);
-    if (!checked.ok) throw ApiError.validation(checked.fields);
-    const refs = checked.value;
+    const refs = accepted(referencesOf(id, dto)).value;
 
     if (isPlainUpdate(dto)) {
       // nothing to check against the current row, no cascade: one UPDATE … RETURNING
@@ -126,10 +123,10 @@ export class AgentsService implements LockedRepresentation {
         const changes = changesOf(dto, refs);
         const final = { ...current, ...changes } as AgentRow;
 
-        checkInstructionsKept(final, dto);
+        accepted(checkInstructionsKept(final, dto));
         if (refs.tools !== undefined) {
           const org = await this.orgs.findById(orgId);
-          checkCustomToolSlots(refs.tools, customToolCount(current.tools), org?.limits?.custom_tool_slots);
+          accepted(checkCustomToolSlots(refs.tools, customToolCount(current.tools), org?.limits?.custom_tool_slots));
         }
 
         const transition = activationTransition(current, dto);
@@ -137,12 +134,12 @@ export class AgentsService implements LockedRepresentation {
         const deactivating = transition === 'deactivating';
         const finalConnectorIds = activating ? assignedConnectorIds(final.connectors, final.tools) : [];
         const connectors = await this.checkReferences(orgId, refs, { currentSubAgents: current.subAgents, alsoConnectors: finalConnectorIds });
-        if (activating) checkActivationAllowed(finalConnectorIds.map((connectorId) => connectors.get(connectorId)));
-        applyActivationState(changes, dto, transition, now);
+        if (activating) accepted(checkActivationAllowed(finalConnectorIds.map((connectorId) => connectors.get(connectorId))));
+        const written = withActivationState(changes, dto, transition, now);
 
-        if (Object.keys(changes).length === 0) return current;
+        if (Object.keys(written).length === 0) return current;
         // locked above, so still live: the 404 only if that ever stops holding
-        const updated = await this.repository.update(orgId, id, { ...changes, updatedAt: now });
+        const updated = await this.repository.update(orgId, id, { ...written, updatedAt: now });
         if (!updated) throw ApiError.notFound('Agent', ErrorCode.AgentNotFound);
         if (deactivating) {
           const paused = await this.cascade.pauseForAgentDeactivation(orgId, id, now);

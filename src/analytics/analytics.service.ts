@@ -5,7 +5,7 @@ import { PagedResource } from '../common/envelope';
 import { Paginator } from '../common/pagination';
 import { ANALYTICS_DEFAULT_WINDOW_DAYS, type AgentAnalyticsDto, type AgentAnalyticsQuery } from './analytics.dto';
 import { AnalyticsRepository } from './analytics.repository';
-import { trashWindowStart } from '../agents/agents-trash.service';
+import { trashWindowStart } from '../agents/agents.rules';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const utcDay = (date: Date): string => date.toISOString().slice(0, 10);

@@ -11,14 +11,14 @@ import { IsDateTime } from '../common/validation';
 
 class ChatbotFixture {
   @IsOptional() @IsIdOf('chatbot') id?: string;
-  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(100) public_id?: string;
-  @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.chatbotPublicId) public_id?: string;
+  @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) name!: string;
   @IsOptional() @IsIdOf('agent') agent_id?: string | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
   @IsOptional() @IsBoolean() allow_write_tools?: boolean;
   @IsOptional() @IsArray() @IsString({ each: true }) allowed_domains?: string[];
   @IsOptional() @IsObject() theme?: Record<string, unknown> | null;
-  @IsOptional() @IsString() @MaxLength(2000) welcome_message?: string | null;
+  @IsOptional() @IsString() @MaxLength(BOUNDS.welcomeMessage) welcome_message?: string | null;
   /** set by the agent cascade (see the agents section): `agent_deactivated` rows come back when their agent is reactivated */
   @IsOptional() @IsString() @MaxLength(BOUNDS.deactivatedReason) deactivated_reason?: string | null;
   @IsOptional() @IsDateTime() deactivated_at?: string | null;

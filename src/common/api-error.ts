@@ -1,4 +1,4 @@
-import { fieldCount, mergeFieldErrors } from './field-errors';
+import { fieldCount, mergeFieldErrors, type Checked } from './field-errors';
 /**
  * Every error the API returns, by code. Clients branch on these strings
  * (clients branch on `code`, never on `message`).
@@ -118,4 +118,14 @@ export class ApiError extends Error {
   static notFound(what = 'Resource', code: ErrorCode.NotFound | ErrorCode.AgentNotFound = ErrorCode.NotFound): ApiError {
     return new ApiError(code, `${what} not found.`);
   }
+}
+
+/**
+ * The one way a service takes a rule's result (`Checked`): the accepted
+ * result, or the refusal thrown as its answer (422 naming every field,
+ * unless the rule gave its own).
+ */
+export function accepted<C extends Checked<unknown>>(checked: C): Extract<C, { ok: true }> {
+  if (!checked.ok) throw checked.answer ?? ApiError.validation(checked.fields);
+  return checked as Extract<C, { ok: true }>;
 }

@@ -1,4 +1,4 @@
-import type { FieldErrors } from './api-error';
+import type { ApiError, FieldErrors } from './api-error';
 
 /**
  * What one answer may name, whatever the request holds (docs/decisions.md,
@@ -101,9 +101,24 @@ export function hasFieldErrors(fields: FieldErrors): boolean {
 }
 
 /**
- * What a resource's rules build from input: the value (with what else the
- * rule hands the service, `Extra`), or every problem by field, which the
- * service answers as one 422 naming them all and the fixture loader as its
- * first problem.
+ * The one result of a rule in a `<resource>.rules.ts`: the value (with what
+ * else the rule hands the service, `Extra`), or its refusal. A rule never
+ * throws; the service turns a refusal into its answer with `accepted`
+ * (`src/common/api-error.ts`), the fixture loader into its first problem.
  */
-export type Checked<T, Extra = unknown> = ({ ok: true; value: T } & Extra) | { ok: false; fields: FieldErrors };
+export type Checked<T, Extra = unknown> = ({ ok: true; value: T } & Extra) | Refusal;
+
+/**
+ * Every problem by field (what the fixture loader names, and what a service
+ * may merge with problems of its own), and `answer` where the API's answer
+ * is not the plain 422 naming them (a plan cap's `limit` and `max`, a 409).
+ */
+export interface Refusal {
+  ok: false;
+  fields: FieldErrors;
+  answer?: ApiError;
+}
+
+export function refused(fields: FieldErrors, answer?: ApiError): Refusal {
+  return answer ? { ok: false, fields, answer } : { ok: false, fields };
+}

@@ -69,6 +69,10 @@ export const BOUNDS = {
   sourceConfigBytes: 262_144,
   /** conversation_number: a PostgreSQL integer (int32) */
   conversationNumber: 2_147_483_647,
+  /** chatbot `public_id` (fixtures only: the API does not write chatbots): the widget identifier embedded in customer sites */
+  chatbotPublicId: 100,
+  /** chatbot `welcome_message` (fixtures only): the greeting a widget shows */
+  welcomeMessage: 2_000,
 } as const;
 
 /**

@@ -30,24 +30,24 @@ describe('body_template substitution for validation', () => {
 
 describe('resolveAuth', () => {
   it('keeps credentials when the type is unchanged and none are sent', () => {
-    expect(resolveAuth({ type: 'bearer' }, { type: 'bearer', headerName: null })).toEqual({ kind: 'unchanged' });
-    expect(resolveAuth(undefined, { type: 'bearer', headerName: null })).toEqual({ kind: 'unchanged' });
+    expect(resolveAuth({ type: 'bearer' }, { type: 'bearer', headerName: null })).toEqual({ ok: true, value: { kind: 'unchanged' } });
+    expect(resolveAuth(undefined, { type: 'bearer', headerName: null })).toEqual({ ok: true, value: { kind: 'unchanged' } });
   });
 
   it('takes auth without credentials; a new type without them drops the stored ones', () => {
-    expect(resolveAuth({ type: 'bearer' }, null)).toEqual({ kind: 'set', type: 'bearer', headerName: null, credentials: null });
-    expect(resolveAuth({ type: 'api_key' }, null)).toEqual({ kind: 'set', type: 'api_key', headerName: 'X-API-Key', credentials: null });
-    expect(resolveAuth({ type: 'basic' }, { type: 'bearer', headerName: null })).toEqual({ kind: 'set', type: 'basic', headerName: null, credentials: null });
+    expect(resolveAuth({ type: 'bearer' }, null)).toEqual({ ok: true, value: { kind: 'set', type: 'bearer', headerName: null, credentials: null } });
+    expect(resolveAuth({ type: 'api_key' }, null)).toEqual({ ok: true, value: { kind: 'set', type: 'api_key', headerName: 'X-API-Key', credentials: null } });
+    expect(resolveAuth({ type: 'basic' }, { type: 'bearer', headerName: null })).toEqual({ ok: true, value: { kind: 'set', type: 'basic', headerName: null, credentials: null } });
   });
 
   it('stores only the fields the type uses, and only those given', () => {
     const all = { token: 't', apiKey: 'k', username: 'u', password: 'p', header_name: 'X-H' };
-    expect(resolveAuth({ type: 'none', credentials: all }, null)).toMatchObject({ credentials: null, headerName: null });
-    expect(resolveAuth({ type: 'bearer', credentials: all }, null)).toMatchObject({ credentials: { token: 't' }, headerName: null });
-    expect(resolveAuth({ type: 'api_key', credentials: all }, null)).toMatchObject({ credentials: { apiKey: 'k' }, headerName: 'X-H' });
-    expect(resolveAuth({ type: 'basic', credentials: all }, null)).toMatchObject({ credentials: { username: 'u', password: 'p' } });
-    expect(resolveAuth({ type: 'basic', credentials: { username: 'u' } }, { type: 'basic', headerName: null })).toMatchObject({ credentials: { username: 'u' } });
-    expect(resolveAuth({ type: 'bearer', credentials: {} }, { type: 'bearer', headerName: null })).toMatchObject({ kind: 'set', credentials: null });
+    expect(resolveAuth({ type: 'none', credentials: all }, null)).toMatchObject({ value: { credentials: null, headerName: null } });
+    expect(resolveAuth({ type: 'bearer', credentials: all }, null)).toMatchObject({ value: { credentials: { token: 't' }, headerName: null } });
+    expect(resolveAuth({ type: 'api_key', credentials: all }, null)).toMatchObject({ value: { credentials: { apiKey: 'k' }, headerName: 'X-H' } });
+    expect(resolveAuth({ type: 'basic', credentials: all }, null)).toMatchObject({ value: { credentials: { username: 'u', password: 'p' } } });
+    expect(resolveAuth({ type: 'basic', credentials: { username: 'u' } }, { type: 'basic', headerName: null })).toMatchObject({ value: { credentials: { username: 'u' } } });
+    expect(resolveAuth({ type: 'bearer', credentials: {} }, { type: 'bearer', headerName: null })).toMatchObject({ value: { kind: 'set', credentials: null } });
   });
 
   it('never quotes a secret in a problem', () => {
@@ -55,7 +55,7 @@ describe('resolveAuth', () => {
     const result = resolveAuth({ type: 'none', credentials: { token: secret } }, null);
     expect(JSON.stringify(result)).not.toContain(secret);
     const other = resolveAuth({ type: 'api_key', credentials: { apiKey: secret, header_name: 'bad header' } }, null);
-    expect(other.kind).toBe('invalid');
+    expect(other).toMatchObject({ ok: false, fields: { 'auth.credentials.header_name': [expect.any(String)] } });
     expect(JSON.stringify(other)).not.toContain(secret);
   });
 });

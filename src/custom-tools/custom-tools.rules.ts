@@ -1,5 +1,5 @@
 import type { FieldErrors } from '../common/api-error';
-import { addFieldError, mergeFieldErrors, type Checked } from '../common/field-errors';
+import { addFieldError, mergeFieldErrors, refused, type Checked } from '../common/field-errors';
 import { BOUNDS } from '../common/input-bounds';
 import { outboundUrlProblem, PLACEHOLDER_NAME_CHARS, placeholderPattern } from '../../libs/url-policy/url-policy';
 import type { customTools, CustomToolGroupRow, CustomToolParamRow } from '../database/schema';
@@ -255,10 +255,8 @@ export interface CurrentAuth {
   headerName: string | null;
 }
 
-export type AuthResolution =
-  | { kind: 'invalid'; fields: FieldErrors }
-  | { kind: 'unchanged' }
-  | { kind: 'set'; type: AuthType; headerName: string | null; credentials: StoredCredentials | null };
+/** What a create or update does to the stored auth: keep it, or set it to this. */
+export type AuthChange = { kind: 'unchanged' } | { kind: 'set'; type: AuthType; headerName: string | null; credentials: StoredCredentials | null };
 
 /**
  * Turns `auth` of a create (current = null) or update into what to store.
@@ -267,11 +265,11 @@ export type AuthResolution =
  * Without `credentials`, the same type keeps the stored secrets and a new
  * type drops them.
  */
-export function resolveAuth(input: AuthInput | undefined, current: CurrentAuth | null, credentialsPath = 'auth.credentials'): AuthResolution {
-  if (input === undefined) return current ? { kind: 'unchanged' } : { kind: 'set', type: 'none', headerName: null, credentials: null };
+export function resolveAuth(input: AuthInput | undefined, current: CurrentAuth | null, credentialsPath = 'auth.credentials'): Checked<AuthChange> {
+  if (input === undefined) return { ok: true, value: current ? { kind: 'unchanged' } : { kind: 'set', type: 'none', headerName: null, credentials: null } };
   const type = input.type as AuthType;
   const credentials = input.credentials;
-  if (credentials === undefined && current?.type === type) return { kind: 'unchanged' };
+  if (credentials === undefined && current?.type === type) return { ok: true, value: { kind: 'unchanged' } };
 
   const invalid: FieldErrors = {};
   let headerName: string | null = null;
@@ -290,8 +288,8 @@ export function resolveAuth(input: AuthInput | undefined, current: CurrentAuth |
     else if (key === 'username' && value.includes(':')) invalid[`${credentialsPath}.${key}`] = ['must not contain a colon: basic authentication joins user and password with one (RFC 7617)'];
     stored[key] = value;
   }
-  if (Object.keys(invalid).length > 0) return { kind: 'invalid', fields: invalid };
-  return { kind: 'set', type, headerName, credentials: Object.keys(stored).length > 0 ? stored : null };
+  if (Object.keys(invalid).length > 0) return refused(invalid);
+  return { ok: true, value: { kind: 'set', type, headerName, credentials: Object.keys(stored).length > 0 ? stored : null } };
 }
 
 // ---------- the stored row ----------
@@ -319,16 +317,13 @@ export interface ToolInput {
 
 export type ToolPatch = Partial<ToolInput>;
 
-/** A tool definition, and the credentials to encrypt beside it (undefined: keep the stored ones). */
-type Built<T> = Checked<T, { credentials: StoredCredentials | null | undefined }>;
-
 /**
  * The one way a new tool's row is built, for POST /custom_tools and the
  * fixture loader alike: defaults applied, every rule checked.
  * `credentialsPath` names the credentials in problems (fixtures keep them at
  * the top level).
  */
-export function buildToolRow(input: ToolInput, credentialsPath = 'auth.credentials'): Built<ToolDefinitionRow> {
+export function buildToolRow(input: ToolInput, credentialsPath = 'auth.credentials'): Checked<ToolDefinitionRow, { credentials: StoredCredentials | null }> {
   const parameters = resolveParameters(input.parameters ?? [], input.method);
   const headers = input.headers ?? {};
   const bodyTemplate = input.body_template ?? null;
@@ -336,9 +331,11 @@ export function buildToolRow(input: ToolInput, credentialsPath = 'auth.credentia
   const fields = mergeFieldErrors(
     {},
     definitionProblems({ method: input.method, url: input.url, headers, bodyTemplate, parameters }),
-    auth.kind === 'invalid' ? auth.fields : {},
+    auth.ok ? {} : auth.fields,
   );
-  if (Object.keys(fields).length > 0 || auth.kind !== 'set') return { ok: false, fields };
+  // a create has no stored auth to keep: `resolveAuth` without a current one always sets
+  if (Object.keys(fields).length > 0 || !auth.ok || auth.value.kind !== 'set') return refused(fields);
+  const set = auth.value;
   return {
     ok: true,
     value: {
@@ -351,11 +348,11 @@ export function buildToolRow(input: ToolInput, credentialsPath = 'auth.credentia
       bodyTemplate,
       parameters,
       responseMapping: input.response_mapping ?? null,
-      authType: auth.type,
-      authHeaderName: auth.headerName,
+      authType: set.type,
+      authHeaderName: set.headerName,
       group: groupRow(input.group),
     },
-    credentials: auth.credentials,
+    credentials: set.credentials,
   };
 }
 
@@ -364,7 +361,7 @@ export function buildToolRow(input: ToolInput, credentialsPath = 'auth.credentia
  * `buildToolRow` applied to the merged definition. `credentials` undefined:
  * the stored secrets stay.
  */
-export function buildToolChanges(current: ToolDefinitionRow, patch: ToolPatch): Built<Partial<ToolDefinitionRow>> {
+export function buildToolChanges(current: ToolDefinitionRow, patch: ToolPatch): Checked<Partial<ToolDefinitionRow>, { credentials: StoredCredentials | null | undefined }> {
   const method = patch.method ?? current.method;
   const parameters = patch.parameters !== undefined ? resolveParameters(patch.parameters, method) : current.parameters;
   const auth = resolveAuth(patch.auth, { type: current.authType, headerName: current.authHeaderName });
@@ -377,9 +374,9 @@ export function buildToolChanges(current: ToolDefinitionRow, patch: ToolPatch): 
       bodyTemplate: patch.body_template !== undefined ? patch.body_template : current.bodyTemplate,
       parameters,
     }),
-    auth.kind === 'invalid' ? auth.fields : {},
+    auth.ok ? {} : auth.fields,
   );
-  if (Object.keys(fields).length > 0) return { ok: false, fields };
+  if (Object.keys(fields).length > 0 || !auth.ok) return refused(fields);
 
   const changes: Partial<ToolDefinitionRow> = {};
   if (patch.label !== undefined) changes.label = patch.label;
@@ -393,10 +390,10 @@ export function buildToolChanges(current: ToolDefinitionRow, patch: ToolPatch): 
   if (patch.response_mapping !== undefined) changes.responseMapping = patch.response_mapping;
   if (patch.group !== undefined) changes.group = groupRow(patch.group);
   let credentials: StoredCredentials | null | undefined;
-  if (auth.kind === 'set') {
-    changes.authType = auth.type;
-    changes.authHeaderName = auth.headerName;
-    credentials = auth.credentials;
+  if (auth.value.kind === 'set') {
+    changes.authType = auth.value.type;
+    changes.authHeaderName = auth.value.headerName;
+    credentials = auth.value.credentials;
   }
   return { ok: true, value: changes, credentials };
 }

@@ -1,13 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { encryptJson } from '../../libs/crypto/crypto';
 import { newId, parseId } from '../../libs/ids/ids';
-import { ApiError } from '../common/api-error';
+import { accepted, ApiError } from '../common/api-error';
 import { uniqueViolationConstraint } from '../database/database-errors';
 import type { Page } from '../common/envelope';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { OrgsRepository } from '../orgs/orgs.repository';
-import { checkCountCap } from '../orgs/plan-limits.rules';
+import { checkCountCap } from '../orgs/plan-limits';
 import { DatabaseConnection } from '../database/connection';
 import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { CustomToolCreateDto, CustomToolDto, CustomToolUpdateDto } from './custom-tools.dto';
@@ -51,8 +51,7 @@ export class CustomToolsService implements LockedRepresentation {
   }
 
   async createCustomTool(orgId: string, input: CustomToolCreateDto): Promise<CustomToolDto> {
-    const built = buildToolRow(input);
-    if (!built.ok) throw ApiError.validation(built.fields);
+    const built = accepted(buildToolRow(input));
 
     const id = newId('customTool');
     const base = toolNameBase(input.label);
@@ -61,7 +60,7 @@ export class CustomToolsService implements LockedRepresentation {
         const row = await this.connection.transaction(async () => {
           await this.enforceToolCap(orgId);
           const name = firstFreeToolName(base, await this.repository.namesWithBase(orgId, base));
-          return this.repository.insert({ ...built.value, id, orgId, name, credentialsCiphertext: this.encrypt(built.credentials ?? null, id) });
+          return this.repository.insert({ ...built.value, id, orgId, name, credentialsCiphertext: this.encrypt(built.credentials, id) });
         });
         return mapCustomTool(row);
       } catch (error) {
@@ -77,8 +76,7 @@ export class CustomToolsService implements LockedRepresentation {
     const row = await this.connection.transaction(async () => {
       const current = await this.repository.findForUpdate(orgId, id);
       if (!current) throw ApiError.notFound('Custom tool');
-      const built = buildToolChanges(current, input);
-      if (!built.ok) throw ApiError.validation(built.fields);
+      const built = accepted(buildToolChanges(current, input));
       const changes: CustomToolChanges = { ...built.value };
       if (input.is_active !== undefined) changes.isActive = input.is_active;
       // a fresh credentials object rotates them; a new type without one drops the old secrets

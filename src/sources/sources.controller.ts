@@ -4,7 +4,7 @@ import { Auth, RequireScope } from '../auth/auth.decorators';
 import { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { Page } from '../common/envelope';
 import { ApiEnvelope, ApiErrors } from '../common/openapi';
-import { planCapDescription } from '../orgs/plan-limits.rules';
+import { planCapDescription } from '../orgs/plan-limits';
 import { PaginationQuery } from '../common/pagination';
 import type { AuthContext } from '../common/request-context';
 import { SourceCreateDto, SourceDto } from './sources.dto';

@@ -1,10 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsObject, IsString } from 'class-validator';
+import { accepted } from '../common/api-error';
 import { TextField } from '../common/field';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { BodyPrecheck, OptionalNonNull } from '../common/validation';
 import { OUTBOUND_URL_RULES } from '../../libs/url-policy/url-policy';
-import { MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERNS, PATH_PATTERN, refuseUncreatableType, SOURCE_CONFIG_RULES } from './sources.rules';
+import { checkCreatableType, MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERNS, PATH_PATTERN, SOURCE_CONFIG_RULES } from './sources.rules';
 
 const PATH_PATTERN_SCHEMA = { type: 'string', minLength: 1, maxLength: BOUNDS.url, pattern: PATH_PATTERN } as const;
 
@@ -27,7 +28,7 @@ export class SourceDto {
 }
 
 /** `type` is judged before the other fields: the validation pipe runs the `@BodyPrecheck` first. */
-@BodyPrecheck(refuseUncreatableType)
+@BodyPrecheck((body) => accepted(checkCreatableType(body)))
 export class SourceCreateDto {
   /** documented as the two types POST creates; the other two are answered by the precheck (409, 422) */
   @ApiProperty({ enum: CREATABLE_SOURCE_TYPES, description: '`upload` → 409 (the singleton exists); `connector` → 422' })

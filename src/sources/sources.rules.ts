@@ -1,5 +1,5 @@
 import { ApiError, ErrorCode, type FieldErrors } from '../common/api-error';
-import { addFieldError, hasFieldErrors, type Checked } from '../common/field-errors';
+import { addFieldError, hasFieldErrors, mergeFieldErrors, refused, type Checked } from '../common/field-errors';
 import { BOUNDS } from '../common/input-bounds';
 import { outboundUrlProblem } from '../../libs/url-policy/url-policy';
 import { MAX_BODY_DEPTH, nestingDepth } from '../common/validation';
@@ -108,7 +108,7 @@ function checkShape(value: unknown, shape: Shape, additionalKeys: boolean, type:
  */
 export function buildSourceConfig(type: string, config: Record<string, unknown> | undefined, path = 'config', options: { requireUrl?: boolean } = {}): Checked<Record<string, unknown>> {
   const fields = sourceConfigProblems(type, config, path, options);
-  if (hasFieldErrors(fields)) return { ok: false, fields };
+  if (hasFieldErrors(fields)) return refused(fields);
   return { ok: true, value: type === 'website' || type === 'webpage' ? { ...config, indexed: config?.indexed ?? false } : { ...config } };
 }
 
@@ -125,18 +125,36 @@ function sourceConfigProblems(type: string, config: Record<string, unknown> | un
   return fields;
 }
 
-/** The upload source is a per-organization singleton that already exists */
-function uploadSourceConflict(): ApiError {
-  return new ApiError(ErrorCode.Conflict, 'The upload source is a per-organization singleton that already exists.', { field: 'type' });
+/** `upload` answers 409 and `connector` 422 whatever else the body holds (the body's precheck, and `buildNewSource` again). */
+export function checkCreatableType(body: { type?: unknown }): Checked<void> {
+  if (body.type === 'upload') {
+    const message = 'The upload source is a per-organization singleton that already exists.';
+    return refused({ type: ['the upload source is a per-organization singleton that already exists'] }, new ApiError(ErrorCode.Conflict, message, { field: 'type' }));
+  }
+  if (body.type === 'connector') return refused({ type: ['connector sources are created when the connector integration is added; use website or webpage'] });
+  return { ok: true, value: undefined };
 }
 
-/** Connector sources are created when the connector integration is added */
-function connectorSourceRefused(): ApiError {
-  return ApiError.field('type', 'connector sources are created when the connector integration is added; use website or webpage');
+/** What POST /sources stores from its body. */
+export interface NewSource {
+  type: 'website' | 'webpage';
+  name: string;
+  config: Record<string, unknown>;
 }
 
-/** `upload` answers 409 and `connector` 422 whatever else the body holds (the body's precheck, and the service again). */
-export function refuseUncreatableType(body: { type?: unknown }): void {
-  if (body.type === 'upload') throw uploadSourceConflict();
-  if (body.type === 'connector') throw connectorSourceRefused();
+/**
+ * A POST /sources body judged whole: the type a client may create, then
+ * `name` and `config` together (one 422 naming both).
+ */
+export function buildNewSource(input: { type: string; name?: string; config?: Record<string, unknown> }): Checked<NewSource> {
+  const creatable = checkCreatableType(input);
+  if (!creatable.ok) return creatable;
+  const type = input.type;
+  if (type !== 'website' && type !== 'webpage') return refused({ type: ['must be website or webpage'] });
+  const fields: FieldErrors = {};
+  if (input.name === undefined) addFieldError(fields, 'name', 'is required');
+  const config = buildSourceConfig(type, input.config);
+  if (!config.ok) mergeFieldErrors(fields, config.fields);
+  if (!config.ok || input.name === undefined || hasFieldErrors(fields)) return refused(fields);
+  return { ok: true, value: { type, name: input.name, config: config.value } };
 }

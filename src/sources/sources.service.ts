@@ -1,18 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { newId, parseId } from '../../libs/ids/ids';
-import { ApiError, type FieldErrors } from '../common/api-error';
-import { addFieldError, hasFieldErrors, mergeFieldErrors } from '../common/field-errors';
+import { accepted, ApiError } from '../common/api-error';
 import type { Page } from '../common/envelope';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { OrgsRepository } from '../orgs/orgs.repository';
-import { checkCountCap } from '../orgs/plan-limits.rules';
+import { checkCountCap } from '../orgs/plan-limits';
 import { DatabaseConnection } from '../database/connection';
 import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { SourceCreateDto, SourceDto } from './sources.dto';
 import { mapSource } from './sources.mapper';
 import { SourcesRepository } from './sources.repository';
 import type { LockedRepresentation } from '../conditional/conditional.decorators';
-import { buildSourceConfig, refuseUncreatableType } from './sources.rules';
+import { buildNewSource } from './sources.rules';
 
 @Injectable()
 export class SourcesService implements LockedRepresentation {
@@ -45,14 +44,7 @@ export class SourcesService implements LockedRepresentation {
 
   async createSource(orgId: string, input: SourceCreateDto): Promise<SourceDto> {
     // the validation pipe has run SourceCreateDto's @BodyPrecheck; callers that bypass it get the same answers
-    refuseUncreatableType(input);
-    if (input.type !== 'website' && input.type !== 'webpage') throw ApiError.field('type', 'must be website or webpage');
-
-    const fields: FieldErrors = {};
-    if (input.name === undefined) addFieldError(fields, 'name', 'is required');
-    const config = buildSourceConfig(input.type, input.config);
-    if (!config.ok) mergeFieldErrors(fields, config.fields);
-    if (!config.ok || hasFieldErrors(fields)) throw ApiError.validation(fields);
+    const { type, name, config } = accepted(buildNewSource(input)).value;
 
     const row = await this.connection.transaction(async () => {
       await this.enforceSourceCap(orgId);
@@ -60,11 +52,11 @@ export class SourcesService implements LockedRepresentation {
         {
           id: newId('source'),
           orgId,
-          type: input.type,
-          name: input.name!,
+          type,
+          name,
           syncStatus: 'fetching',
           documentCount: null,
-          config: config.value,
+          config,
         },
       );
     });

@@ -28,6 +28,8 @@ export function planLimitReached(cap: PlanCap, max: number, problem: string, atF
  * A cap on how many rows an organization has: one more is asked for, and
  * `countUsed` says how many exist. null is unlimited, and then nothing is
  * counted (a count on every create cost a query for the plans without a cap).
+ * A guard of the services, not a rule: it reads the database (through
+ * `countUsed`), so it runs inside the service's transaction and throws.
  */
 export async function checkCountCap(cap: PlanCap, max: number | null | undefined, countUsed: () => Promise<number>, counted: string): Promise<void> {
   if (max === null || max === undefined) return;

@@ -1,5 +1,5 @@
 import { ApiError } from '../common/api-error';
-import { checkCountCap, planLimitReached } from './plan-limits.rules';
+import { checkCountCap, planLimitReached } from './plan-limits';
 
 describe('the one plan-cap answer', () => {
   it('is 422 validation_failed with details { limit, max, fields["limits.<cap>"] }', () => {
