@@ -1,8 +1,8 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { AuthFailureReason } from '../common/request-context';
 import type { ScheduledJobRun } from '../common/scheduled-jobs';
 import { sqlstateClass } from '../database/database-errors';
 
-export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired';
 type IdempotencyOutcome = 'executed' | 'replayed' | 'conflict';
 type RateLimitDecision = 'allowed' | 'limited';
 /** Why a request was decided from this instance's memory: Redis did not answer in time, its command failed, or the breaker is open. */
