@@ -16,7 +16,7 @@ import { ApiValidationPipe } from './common/validation';
 import type { AppConfig } from './config/config';
 import type { DatabaseConnection } from './database/connection';
 import { DatabaseModule } from './database/database.module';
-import { FixturesModule } from './fixtures/fixtures.module';
+import { SeedModule } from './seed/seed.module';
 import { AuthenticationGuard } from './guards/authentication.guard';
 import { AuthorizationGuard } from './guards/authorization.guard';
 import { GuardsModule } from './guards/guards.module';
@@ -67,7 +67,7 @@ export class AppModule {
         IdempotencyModule,
         MetaModule,
         HealthModule,
-        FixturesModule,
+        SeedModule,
         OrgsModule,
         TeamModule,
         AgentsModule,
