@@ -10,7 +10,7 @@ import { CustomToolsModule } from './custom-tools/custom-tools.module';
 import { ConnectorsModule } from './connectors/connectors.module';
 import { ConversationsModule } from './conversations/conversations.module';
 import { EnvelopeInterceptor } from './common/envelope';
-import { ErrorEnvelopeFilter } from './common/error.filter';
+import { ErrorEnvelopeFilter } from './http/error.filter';
 import type { AppLogger } from './common/logger';
 import { ApiValidationPipe } from './common/validation';
 import type { AppConfig } from './config/config';
