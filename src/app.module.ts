@@ -10,13 +10,13 @@ import { CustomToolsModule } from './custom-tools/custom-tools.module';
 import { ConnectorsModule } from './connectors/connectors.module';
 import { ConversationsModule } from './conversations/conversations.module';
 import { EnvelopeInterceptor } from './common/envelope';
-import { ErrorEnvelopeFilter } from './common/error.filter';
+import { ErrorEnvelopeFilter } from './http/error.filter';
 import type { AppLogger } from './common/logger';
 import { ApiValidationPipe } from './common/validation';
 import type { AppConfig } from './config/config';
 import type { DatabaseConnection } from './database/connection';
 import { DatabaseModule } from './database/database.module';
-import { FixturesModule } from './fixtures/fixtures.module';
+import { SeedModule } from './seed/seed.module';
 import { AuthenticationGuard } from './guards/authentication.guard';
 import { AuthorizationGuard } from './guards/authorization.guard';
 import { GuardsModule } from './guards/guards.module';
@@ -67,7 +67,7 @@ export class AppModule {
         IdempotencyModule,
         MetaModule,
         HealthModule,
-        FixturesModule,
+        SeedModule,
         OrgsModule,
         TeamModule,
         AgentsModule,

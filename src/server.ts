@@ -12,7 +12,7 @@ import { createLogger, flushLogger, PinoNestLogger, type AppLogger } from './com
 import { API_PREFIX } from './common/api-paths';
 import { HealthService } from './health/health.service';
 import type { AppConfig } from './config/config';
-import { StartupFixtures, type StartupFixtureResult } from './fixtures/startup-fixtures.service';
+import { StartupFixtures, type StartupFixtureResult } from './seed/startup-fixtures.service';
 
 /** Past the deadline, closing the database may take this long before the process gives up on it. */
 const DATABASE_CLOSE_MS = 3000;

@@ -1,5 +1,5 @@
 import { newId } from '../libs/ids/ids';
-import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
 import { insertConnector, insertDocument, insertSource, readAgentRow } from './support/agent-rows';

@@ -4,7 +4,7 @@ import { decryptJson } from '../libs/crypto/crypto';
 import { newId } from '../libs/ids/ids';
 import { BOUNDS } from '../src/common/input-bounds';
 import { customTools, idempotencyRecords, sources } from '../src/database/schema';
-import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { documentedResponse, operationsOf, ResponseValidator, type OpenApiDocument, type Operation } from './support/openapi-contract';
 import { createTestApp, type TestApp } from './support/test-app';

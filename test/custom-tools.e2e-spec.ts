@@ -4,7 +4,7 @@ import { decryptJson } from '../libs/crypto/crypto';
 import { newId } from '../libs/ids/ids';
 import { SCOPES, type Scope } from '../src/auth/scopes';
 import { customTools } from '../src/database/schema';
-import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { FixtureError } from '../src/fixtures/fixture-registry';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';

@@ -1,9 +1,9 @@
 import { ApiKeysService } from '../src/auth/api-keys.service';
 import { SCOPES } from '../src/auth/scopes';
-import { buildDemoFixture, DEMO_ORG_ID } from '../src/fixtures/demo-fixture';
-import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { buildDemoFixture, DEMO_ORG_ID } from '../src/seed/demo-fixture';
+import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { FixtureRegistry } from '../src/fixtures/fixture-registry';
-import { StartupFixtures } from '../src/fixtures/startup-fixtures.service';
+import { StartupFixtures } from '../src/seed/startup-fixtures.service';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newId } from '../libs/ids/ids';
 import { agents, conversations, sources } from '../src/database/schema';
-import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
 

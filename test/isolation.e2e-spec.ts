@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { newObjectIdHex } from '../libs/ids/ids';
-import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { ApiKeysService } from '../src/auth/api-keys.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { freshDemo } from './support/fresh-demo';

@@ -7,7 +7,7 @@ import { ID_PREFIXES, type IdKind } from '../libs/ids/ids';
 import { PUBLIC_ROUTE, REQUIRED_SCOPE } from '../src/auth/auth.decorators';
 import { SCOPES } from '../src/auth/scopes';
 import { idPattern } from '../src/common/input-bounds';
-import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { FixtureRegistry } from '../src/fixtures/fixture-registry';
 import { freshDemo } from './support/fresh-demo';
 import { createTestApp, type TestApp } from './support/test-app';

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm';
 import { newId } from '../libs/ids/ids';
 import { orgs } from '../src/database/schema';
-import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { createOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
 

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { randomUrlSafe } from '../libs/crypto/crypto';
 import { newId } from '../libs/ids/ids';
 import { FixtureError } from '../src/fixtures/fixture-registry';
-import { DEMO_ORG_ID } from '../src/fixtures/demo-fixture';
-import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { DEMO_ORG_ID } from '../src/seed/demo-fixture';
+import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import * as schema from '../src/database/schema';
 
 const CONNECTOR = newId('connector');

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ID_PREFIXES } from '../libs/ids/ids';
 import { SCOPES } from '../src/auth/scopes';
-import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { FixtureRegistry } from '../src/fixtures/fixture-registry';
 import { createTestApp, type TestApp } from './support/test-app';
 

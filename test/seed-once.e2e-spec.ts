@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import { apiKeys } from '../src/database/schema';
-import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
-import { StartupFixtures } from '../src/fixtures/startup-fixtures.service';
+import { FixtureLoader } from '../src/seed/fixture-loader.service';
+import { StartupFixtures } from '../src/seed/startup-fixtures.service';
 import { newId } from '../libs/ids/ids';
 import { createTestApp, type TestApp } from './support/test-app';
 

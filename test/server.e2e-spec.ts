@@ -1,7 +1,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { DEMO_ORG_ID } from '../src/fixtures/demo-fixture';
+import { DEMO_ORG_ID } from '../src/seed/demo-fixture';
 import { baseEnv, ensureBuilt, run, SERVER_JS, startServer, tempDir, waitForOutput, type RunningServer } from './support/processes';
 
 /**

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { newId } from '../libs/ids/ids';
 import { packageRoot } from '../src/common/package-root';
-import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { BOUNDS } from '../src/common/input-bounds';
 import { sources } from '../src/database/schema';
 import { MAX_CONFIG_DEPTH } from '../src/sources/sources.rules';

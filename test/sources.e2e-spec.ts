@@ -3,7 +3,7 @@ import { newId } from '../libs/ids/ids';
 import { SCOPES, type Scope } from '../src/auth/scopes';
 import { documents, sources } from '../src/database/schema';
 import { BOUNDS } from '../src/common/input-bounds';
-import { FixtureLoader } from '../src/fixtures/fixture-loader.service';
+import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
 import { readAgentRow } from './support/agent-rows';

@@ -20,7 +20,7 @@ class ApiKeyFixture {
 @Injectable()
 export class ApiKeysFixtureSection extends RegisteredFixtureSection<ApiKeyInput[]> {
   constructor(private readonly keys: ApiKeysService) {
-    // the demo organization's one key is built with it (src/fixtures/demo-fixture.ts)
+    // the demo organization's one key is built with it (src/seed/demo-fixture.ts)
     super({ name: 'api_keys', order: 10, demoFile: null });
   }
 

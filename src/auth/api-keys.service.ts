@@ -4,8 +4,7 @@ import { newId } from '../../libs/ids/ids';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { LOGGER, loggableError, type AppLogger } from '../common/logger';
-import type { AuthContext } from '../common/request-context';
-import type { AuthFailureReason } from '../metrics/metrics';
+import { AuthenticationFailure, type AuthContext, type AuthFailureReason } from '../common/request-context';
 import { ApiKeysRepository, type ApiKeyRow } from './api-keys.repository';
 import { API_KEY_PREFIX, isScope, SCOPES, type Scope } from './scopes';
 
@@ -33,19 +32,6 @@ interface CachedKey {
 }
 
 type InvalidToken = 'unknown' | 'revoked';
-
-/**
- * The 401 of a key that does not authenticate, with the reason for the
- * metrics. The response is the same for every reason but an expired key.
- */
-export class AuthenticationFailure extends ApiError {
-  constructor(
-    readonly reason: AuthFailureReason,
-    message: string,
-  ) {
-    super(ErrorCode.Unauthorized, message);
-  }
-}
 
 interface CreatedKey {
   id: string;

@@ -16,7 +16,7 @@ import { uniqueViolationConstraint } from '../database/database-errors';
 import { createLogger, PinoNestLogger, type AppLogger } from '../common/logger';
 import { ConfigError, loadConfig, type AppConfig } from '../config/config';
 import { DatabaseConnection } from '../database/connection';
-import { FixtureLoader } from '../fixtures/fixture-loader.service';
+import { FixtureLoader } from '../seed/fixture-loader.service';
 import { FixtureError } from '../fixtures/fixture-registry';
 import { OrgsService, slugify } from '../orgs/orgs.service';
 

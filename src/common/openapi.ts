@@ -1,8 +1,13 @@
 import { applyDecorators, SetMetadata, type Type } from '@nestjs/common';
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, getSchemaPath } from '@nestjs/swagger';
-import { TAGGED_REPRESENTATION } from '../conditional/conditional.decorators';
 import { ErrorCode, statusOf } from './api-error';
 import { DeleteAcknowledgementDto } from './delete-ack.dto';
+
+/**
+ * Set by `ApiEnvelope` on routes whose `data` is one resource: their answers
+ * carry an `ETag` (src/conditional/entity-tag.interceptor.ts reads it).
+ */
+export const TAGGED_REPRESENTATION = 'conditional:tagged-representation';
 
 class ErrorBody {
   @ApiProperty({ enum: Object.values(ErrorCode), description: 'Stable machine-readable code: branch on this.' })

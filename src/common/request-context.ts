@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { parse as parseQuery } from 'node:querystring';
 import { ClsServiceManager, type ClsStore } from 'nestjs-cls';
-import type { AuthenticationFailure } from '../auth/api-keys.service';
+import { ApiError, ErrorCode } from './api-error';
 
 /** Who is calling, once the authentication guard found a valid key. */
 export interface AuthContext {
@@ -11,6 +11,22 @@ export interface AuthContext {
   orgStatus: string;
   orgPlan: string;
   scopes: ReadonlySet<string>;
+}
+
+/** Why a key does not authenticate: a closed set, the label of the auth failures metric. */
+export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired';
+
+/**
+ * The 401 of a key that does not authenticate, with the reason for the
+ * metrics. The response is the same for every reason but an expired key.
+ */
+export class AuthenticationFailure extends ApiError {
+  constructor(
+    readonly reason: AuthFailureReason,
+    message: string,
+  ) {
+    super(ErrorCode.Unauthorized, message);
+  }
 }
 
 /**

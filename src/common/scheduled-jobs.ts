@@ -2,7 +2,6 @@ import { Inject, Injectable, Optional, type OnApplicationShutdown } from '@nestj
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { APP_CONFIG, type AppConfig } from '../config/config';
-import { Metrics } from '../metrics/metrics';
 import { LOGGER, type AppLogger } from './logger';
 
 /** What a batched job did: rows removed, in how many batches (one transaction each), the longest of them. */
@@ -42,6 +41,17 @@ export interface ScheduledJobRun {
 }
 
 /**
+ * What counts the runs: the metrics (`Metrics`, provided under this token by
+ * src/metrics/metrics.module.ts). An interface of this folder, because
+ * metrics builds on common and common imports nothing above it.
+ */
+interface JobRunRecorder {
+  jobScheduled(job: string): void;
+  jobRun(run: ScheduledJobRun): void;
+}
+export const JOB_RUN_RECORDER = Symbol('JOB_RUN_RECORDER');
+
+/**
  * The single place a scheduled job runs. Modules declare a job with
  * `schedule()`; the cron entry, the one-run-at-a-time guard, the timing,
  * the log line and error containment are here, so every job behaves alike.
@@ -55,7 +65,7 @@ export class ScheduledJobs implements OnApplicationShutdown {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(LOGGER) private readonly logger: AppLogger,
-    private readonly metrics: Metrics,
+    @Inject(JOB_RUN_RECORDER) private readonly metrics: JobRunRecorder,
     @Optional() private readonly registry?: SchedulerRegistry,
   ) {}
 

@@ -1,7 +1,5 @@
 import { SetMetadata, type Type } from '@nestjs/common';
 
-/** Set by `ApiEnvelope` on routes whose `data` is one resource: their answers carry an `ETag`. */
-export const TAGGED_REPRESENTATION = 'conditional:tagged-representation';
 /** The source of the current representation for `If-Match` on a controller's PATCH and DELETE. */
 export const CURRENT_REPRESENTATION = 'conditional:current-representation';
 

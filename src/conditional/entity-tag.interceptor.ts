@@ -3,7 +3,7 @@ import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import { map, type Observable } from 'rxjs';
 import { entityTagOf, ifNoneMatchMatches } from '../../libs/entity-tags/entity-tags';
 import type { HttpRequest } from '../common/request-context';
-import { TAGGED_REPRESENTATION } from './conditional.decorators';
+import { TAGGED_REPRESENTATION } from '../common/openapi';
 
 export const ETAG_HEADER = 'ETag';
 /** Methods whose answer is the resource's representation (a DELETE's is an acknowledgement). */

@@ -1,11 +1,11 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { ApiError, ErrorCode } from '../common/api-error';
-import { requestContext, type AuthContext, type HttpRequest, type RequestStore } from '../common/request-context';
+import { AuthenticationFailure, requestContext, type AuthContext, type HttpRequest, type RequestStore } from '../common/request-context';
 import { KeyedSlots } from './tenant-concurrency.guard';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { remainingMs } from '../database/request-scope';
 import { clientKey, RateLimiter } from '../rate-limit/rate-limiter';
-import { ApiKeysService, AuthenticationFailure } from '../auth/api-keys.service';
+import { ApiKeysService } from '../auth/api-keys.service';
 import { RouteAccess } from '../auth/route-access';
 import { Metrics } from '../metrics/metrics';
 

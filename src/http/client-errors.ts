@@ -1,7 +1,7 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError, ErrorCode } from '../common/api-error';
-import { renderErrorBody } from '../common/error-body';
+import { renderErrorBody } from './error-body';
 import { requestLineLogger, type AppLogger } from '../common/logger';
 import { pathOf, REQUEST_ID_HEADER, requestLogFields, resolveRequestId } from '../common/request-context';
 import { UNMATCHED_ROUTE, type Metrics } from '../metrics/metrics';

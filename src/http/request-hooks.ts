@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { resolveTraceId } from '../../libs/trace-context/trace-context';
 import { ApiError, ErrorCode } from '../common/api-error';
-import { renderErrorBody } from '../common/error-body';
+import { renderErrorBody } from './error-body';
 import { requestLineLogger } from '../common/logger';
 import { REQUEST_ID_HEADER, requestLogFields, resolveRequestId, runInRequestContext, type RequestStore } from '../common/request-context';
 import { startDatabaseDeadline } from '../database/request-scope';

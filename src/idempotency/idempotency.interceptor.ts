@@ -2,7 +2,7 @@ import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } fr
 import { HttpAdapterHost } from '@nestjs/core';
 import { from, lastValueFrom, mergeMap, of, type Observable } from 'rxjs';
 import { ApiError, ErrorCode } from '../common/api-error';
-import { apiErrorOf, renderErrorBody } from '../common/error-body';
+import { apiErrorOf, renderErrorBody } from '../http/error-body';
 import { LOGGER, loggableError, type AppLogger } from '../common/logger';
 import { pathOf, requestContext, type HttpRequest, type RequestStore } from '../common/request-context';
 import { DatabaseConnection } from '../database/connection';

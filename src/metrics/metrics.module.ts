@@ -1,4 +1,5 @@
 import { Global, Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { JOB_RUN_RECORDER } from '../common/scheduled-jobs';
 import type { AppConfig } from '../config/config';
 import { DatabaseConnection } from '../database/connection';
 import { Metrics } from './metrics';
@@ -38,8 +39,8 @@ export class MetricsModule {
   static forRoot(metrics: Metrics): DynamicModule {
     return {
       module: MetricsModule,
-      providers: [{ provide: Metrics, useValue: metrics }, MetricsServer, DatabaseMetrics],
-      exports: [Metrics, MetricsServer],
+      providers: [{ provide: Metrics, useValue: metrics }, { provide: JOB_RUN_RECORDER, useExisting: Metrics }, MetricsServer, DatabaseMetrics],
+      exports: [Metrics, JOB_RUN_RECORDER, MetricsServer],
     };
   }
 }

@@ -1,11 +1,12 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { AuthFailureReason } from '../common/request-context';
 import type { ScheduledJobRun } from '../common/scheduled-jobs';
 import { sqlstateClass } from '../database/database-errors';
-import type { LocalDecisionReason } from '../rate-limit/redis-rate-limit.storage';
 
-export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired';
 type IdempotencyOutcome = 'executed' | 'replayed' | 'conflict';
 type RateLimitDecision = 'allowed' | 'limited';
+/** Why a request was decided from this instance's memory: Redis did not answer in time, its command failed, or the breaker is open. */
+export type LocalDecisionReason = 'no_answer' | 'error' | 'bypassed';
 const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'expired'];
 const IDEMPOTENCY_OUTCOMES: readonly IdempotencyOutcome[] = ['executed', 'replayed', 'conflict'];
 const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = ['allowed', 'limited'];

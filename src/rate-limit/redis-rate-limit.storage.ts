@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { AppLogger } from '../common/logger';
+import type { LocalDecisionReason } from '../metrics/metrics';
 import { MemoryRateLimitStorage, type RateLimitHit, type RateLimitStorage, type RateWindow, type WindowUsage } from './rate-limit.storage';
 
 /**
@@ -62,9 +63,6 @@ const REDIS_PROBE_EVERY_MS = 1000;
 const MAX_KNOWN_TRACKERS = 10_000;
 
 type RedisWithHit = Redis & { rateLimitHit(...args: Array<string | number>): Promise<number[]> };
-
-/** Why a request was decided from this instance's memory: Redis did not answer in time, its command failed, or the breaker is open. */
-export type LocalDecisionReason = 'no_answer' | 'error' | 'bypassed';
 
 /** The last count Redis gave for a tracker, each window with the time it ends. */
 type KnownWindows = Array<{ name: string; ttlMs: number; hits: number; limit: number; endsAt: number }>;

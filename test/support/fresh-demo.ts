@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { newObjectIdHex } from '../../libs/ids/ids';
-import { buildDemoFixture } from '../../src/fixtures/demo-fixture';
+import { buildDemoFixture } from '../../src/seed/demo-fixture';
 import { FixtureRegistry } from '../../src/fixtures/fixture-registry';
 
 /**

@@ -1,8 +1,8 @@
 import { HttpException } from '@nestjs/common';
-import { ApiError, ErrorCode } from './api-error';
+import { ApiError, ErrorCode } from '../common/api-error';
 import { databaseErrorState, isDeadlinePassed, translateDatabaseError } from '../database/database-errors';
-import { loggableError, warnRepeated, type AppLogger } from './logger';
-import type { RequestStore } from './request-context';
+import { loggableError, warnRepeated, type AppLogger } from '../common/logger';
+import type { RequestStore } from '../common/request-context';
 
 /**
  * The HTTP status a framework error carries: Nest's HttpException, or the

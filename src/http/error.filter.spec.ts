@@ -1,6 +1,6 @@
 import { BadRequestException, type ArgumentsHost } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
-import type { AppLogger } from './logger';
+import type { AppLogger } from '../common/logger';
 import { ErrorEnvelopeFilter } from './error.filter';
 import { Metrics } from '../metrics/metrics';
 

@@ -1,9 +1,9 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Inject } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { apiErrorOrInternal, renderErrorBody } from './error-body';
-import { LOGGER, type AppLogger } from './logger';
+import { LOGGER, type AppLogger } from '../common/logger';
 import { Metrics } from '../metrics/metrics';
-import { activeRequestContext, REQUEST_ID_HEADER, resolveRequestId } from './request-context';
+import { activeRequestContext, REQUEST_ID_HEADER, resolveRequestId } from '../common/request-context';
 
 /** Renders every error, ours or the framework's, in the contract's error envelope. */
 @Catch()
