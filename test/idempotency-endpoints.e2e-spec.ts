@@ -6,13 +6,16 @@ import request, { type Response } from 'supertest';
 import { agents, customTools, idempotencyRecords, sources } from '../src/database/schema';
 import { IdempotencyRepository } from '../src/idempotency/idempotency.repository';
 import { IdempotencyService } from '../src/idempotency/idempotency.service';
+import { newObjectIdHex } from '../libs/ids/ids';
+import type { Scope } from '../src/auth/scopes';
 import { createOrg, type TestOrg } from './support/factories';
+import { orgRows } from './support/org-rows';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
  * Idempotency-Key on the real write endpoints (the idempotency.e2e-spec proves the
- * mechanism on a test-only probe): POST/PATCH /agents, POST/PATCH
- * /custom_tools, POST /sources.
+ * mechanism on a test-only probe): every write the served document marks as
+ * keyed, found there (see `keyedWrites`), plus cases about particular ones.
  */
 
 const API = '/api/v1';
@@ -139,219 +142,285 @@ async function createTool(o: TestOrg = org): Promise<{ id: string }> {
 }
 
 /**
- * One real write endpoint: how to reach it, a body, another body, and how to
- * tell from the database whether the operation ran.
+ * The keyed writes this file exercises are read from the served document:
+ * every operation that documents the `Idempotency-Key` header (the
+ * document states it on every authenticated POST and PATCH), called with
+ * its documented request example, in an organization of its own, and judged
+ * by the organization's rows (`orgRows`: every table with `org_id`). A new
+ * write is covered without an edit here; one that cannot be covered so goes
+ * in OPT_OUTS with the reason.
  */
-interface Endpoint {
-  name: string;
-  method: 'post' | 'patch';
-  status: number;
-  /** the created resource has a PATCH route */
-  patchable?: boolean;
-  /** prepares the target in `o` and returns its path */
-  prepare(o: TestOrg): Promise<{ path: string; otherPath: string; id?: string }>;
-  body(): Record<string, unknown>;
-  otherBody(): Record<string, unknown>;
-  /** a fingerprint of the database state the operation changes */
-  effect(o: TestOrg, target: { id?: string }): Promise<unknown>;
-  /** undoes what a PATCH wrote, behind the API's back, so a second execution would show */
-  tamper?(target: { id?: string }): Promise<void>;
+const OPT_OUTS: Record<string, string> = {};
+
+/** Tables the row comparisons leave out: keys' last use is written in batches, and the records are asserted on their own. */
+const NOT_AN_EFFECT = ['api_keys', 'idempotency_records'];
+
+type Method = 'post' | 'patch';
+interface DocumentOperation {
+  parameters?: Array<{ in: string; name: string }>;
+  requestBody?: { content?: Record<string, { examples?: Record<string, { value?: Record<string, unknown> }> }> };
+  responses?: Record<string, { description?: string; headers?: Record<string, unknown> }>;
+  security?: unknown[];
+  'x-required-scope'?: string;
+}
+interface ServedDocument {
+  paths: Record<string, Record<string, DocumentOperation>>;
 }
 
-const ENDPOINTS: Endpoint[] = [
-  {
-    name: 'POST /agents',
-    method: 'post',
-    status: 201,
-    patchable: true,
-    prepare: async () => ({ path: `${API}/agents`, otherPath: `${API}/sources` }),
-    body: () => agentBody(),
-    otherBody: () => agentBody(),
-    effect: (o) => countRows(agents, o.orgId),
-  },
-  {
-    name: 'PATCH /agents/{id}',
-    method: 'patch',
-    status: 200,
-    prepare: async (o) => {
-      const [agent, other] = [await createAgent(o), await createAgent(o)];
-      return { path: `${API}/agents/${agent.id}`, otherPath: `${API}/agents/${other.id}`, id: agent.id };
-    },
-    body: () => ({ name: 'Renamed by the client', description: 'Set once.' }),
-    otherBody: () => ({ name: 'Renamed otherwise' }),
-    effect: async (_o, target) => {
-      const [row] = await t.connection.db.select({ name: agents.name, description: agents.description }).from(agents).where(eq(agents.id, target.id!));
-      return row;
-    },
-    tamper: async (target) => {
-      await t.connection.db.update(agents).set({ name: 'Changed behind the API', description: null }).where(eq(agents.id, target.id!));
-    },
-  },
-  {
-    name: 'POST /custom_tools',
-    method: 'post',
-    status: 201,
-    patchable: true,
-    prepare: async () => ({ path: `${API}/custom_tools`, otherPath: `${API}/agents` }),
-    body: () => toolBody(),
-    otherBody: () => toolBody(),
-    effect: (o) => countRows(customTools, o.orgId),
-  },
-  {
-    name: 'PATCH /custom_tools/{id}',
-    method: 'patch',
-    status: 200,
-    prepare: async (o) => {
-      const [tool, other] = [await createTool(o), await createTool(o)];
-      return { path: `${API}/custom_tools/${tool.id}`, otherPath: `${API}/custom_tools/${other.id}`, id: tool.id };
-    },
-    body: () => ({ description: 'Rotated and described.', auth: { type: 'bearer', credentials: { token: SECRET.rotated } } }),
-    otherBody: () => ({ description: 'Something else.' }),
-    // AES-GCM uses a fresh IV on every encryption: an unchanged ciphertext proves the rotation did not run again
-    effect: async (_o, target) => {
-      const [row] = await t.connection.db
-        .select({ description: customTools.description, ciphertext: customTools.credentialsCiphertext })
-        .from(customTools)
-        .where(eq(customTools.id, target.id!));
-      return row;
-    },
-    tamper: async (target) => {
-      await t.connection.db.update(customTools).set({ description: 'Changed behind the API' }).where(eq(customTools.id, target.id!));
-    },
-  },
-  {
-    name: 'POST /sources',
-    method: 'post',
-    status: 201,
-    prepare: async () => ({ path: `${API}/sources`, otherPath: `${API}/custom_tools` }),
-    body: () => sourceBody(),
-    otherBody: () => sourceBody(),
-    effect: (o) => countRows(sources, o.orgId),
-  },
-];
+let servedDocument: ServedDocument;
+async function documentServed(): Promise<ServedDocument> {
+  servedDocument ??= (await t.http.get(`${API}/openapi.json`).expect(200)).body as ServedDocument;
+  return servedDocument;
+}
 
-test('every authenticated POST and PATCH the API serves has its entry in ENDPOINTS, and every entry is served', async () => {
-  const document = (await t.http.get(`${API}/openapi.json`).expect(200)).body as { paths: Record<string, Record<string, { security?: unknown[] }>> };
-  const served = Object.entries(document.paths).flatMap(([path, item]) =>
-    ['post', 'patch']
-      .filter((method) => item[method] && !(Array.isArray(item[method].security) && item[method].security.length === 0))
-      .map((method) => `${method.toUpperCase()} ${path}`),
+/** One keyed write of the served document. */
+interface KeyedWrite {
+  /** `POST /agents` */
+  name: string;
+  method: Method;
+  /** the document's path, relative to the API prefix */
+  path: string;
+  /** the documented 2xx */
+  status: number;
+  /** the documented request example (the first) */
+  body: Record<string, unknown>;
+}
+
+function operationOf(document: ServedDocument, method: string, path: string): DocumentOperation | undefined {
+  return document.paths[path]?.[method];
+}
+
+function isAuthenticated(operation: DocumentOperation): boolean {
+  return !(Array.isArray(operation.security) && operation.security.length === 0);
+}
+
+function documentsKey(operation: DocumentOperation): boolean {
+  return (operation.parameters ?? []).some((p) => p.in === 'header' && p.name === 'Idempotency-Key');
+}
+
+function exampleOf(name: string, operation: DocumentOperation): Record<string, unknown> {
+  const examples = operation.requestBody?.content?.['application/json']?.examples;
+  const body = examples ? Object.values(examples)[0]?.value : undefined;
+  if (!body) throw new Error(`${name} documents no request example: give its body DTO an @ApiBody example (a valid body), or add it to OPT_OUTS (test/idempotency-endpoints.e2e-spec.ts) with the reason`);
+  return body;
+}
+
+/** Every operation documenting Idempotency-Key, opt-outs left out. */
+async function keyedWrites(): Promise<KeyedWrite[]> {
+  const document = await documentServed();
+  const writes: KeyedWrite[] = [];
+  for (const [path, item] of Object.entries(document.paths)) {
+    for (const method of ['post', 'patch'] as const) {
+      const operation = item[method];
+      const name = `${method.toUpperCase()} ${path}`;
+      if (!operation || !documentsKey(operation) || name in OPT_OUTS) continue;
+      const status = Object.keys(operation.responses ?? {}).find((code) => /^2\d\d$/.test(code));
+      if (!status) throw new Error(`${name} documents no 2xx answer`);
+      writes.push({ name, method, path, status: Number(status), body: exampleOf(name, operation) });
+    }
+  }
+  return writes;
+}
+
+const collectionOf = (path: string) => path.replace(/\/\{[^}]+\}$/, '');
+
+/** Creates one resource of a collection in `o` with the collection's documented POST example; its id. */
+async function createWithExample(o: TestOrg, collection: string): Promise<string> {
+  const post = operationOf(await documentServed(), 'post', collection);
+  if (!post) throw new Error(`${collection} has no POST to create the target of a keyed write on one of its items: add the operation to OPT_OUTS (test/idempotency-endpoints.e2e-spec.ts) with the reason`);
+  const res = await send('post', `${API}${collection}`, exampleOf(`POST ${collection}`, post), { auth: o.auth });
+  expect({ created: `POST ${collection}`, status: res.status }).toEqual({ created: `POST ${collection}`, status: 201 });
+  return res.body.data.id as string;
+}
+
+interface Target {
+  /** the URL the write is sent to */
+  url: string;
+  /** another URL the same route serves (a keyed write sent there with the same key is a different request) */
+  otherUrl: string;
+  /** the id of the resource a PATCH changes */
+  id?: string;
+  /** for a PATCH: the resource's values, before, of the fields the example sets */
+  restore?: Record<string, unknown>;
+}
+
+/** Prepares `write` in `o`: for a PATCH, a resource made by its collection's POST example. */
+async function prepare(write: KeyedWrite, o: TestOrg): Promise<Target> {
+  if (write.method === 'post') {
+    const others = (await keyedWrites()).filter((other) => other.method === 'post' && other.path !== write.path);
+    const otherUrl = others.length > 0 ? `${API}${others[0].path}` : `${API}${write.path}/${newObjectIdHex()}`;
+    return { url: `${API}${write.path}`, otherUrl };
+  }
+  const collection = collectionOf(write.path);
+  const id = await createWithExample(o, collection);
+  const before = (await send('get', `${API}${collection}/${id}`, undefined, { auth: o.auth })).body.data as Record<string, unknown>;
+  const restore = Object.fromEntries(Object.keys(write.body).filter((field) => field in before).map((field) => [field, before[field]]));
+  // a well-formed id of the same kind that names no resource: the key's reuse is refused before the route looks it up
+  const otherUrl = `${API}${collection}/${id.replace(/[a-f0-9]{24}$/, newObjectIdHex())}`;
+  return { url: `${API}${collection}/${id}`, otherUrl, id, restore };
+}
+
+/**
+ * Undoes a PATCH through the API, with the values the resource had before,
+ * so that running the PATCH again would show in the rows.
+ */
+async function undo(write: KeyedWrite, target: Target, o: TestOrg): Promise<void> {
+  if (write.method !== 'patch') return;
+  if (!target.restore || Object.keys(target.restore).length === 0) {
+    throw new Error(`${write.name}: no field of its documented example is in the resource's GET answer, so this test cannot undo it: add it to OPT_OUTS with the reason`);
+  }
+  const changed = await orgRows(t.connection, o.orgId, { except: NOT_AN_EFFECT });
+  const res = await send('patch', target.url, target.restore, { auth: o.auth });
+  expect({ undo: write.name, status: res.status }).toEqual({ undo: write.name, status: 200 });
+  expect(await orgRows(t.connection, o.orgId, { except: NOT_AN_EFFECT })).not.toBe(changed);
+}
+
+/** A body other than the example (never run: the key's first body is what counts). */
+function otherBodyOf(write: KeyedWrite, target: Target): Record<string, unknown> {
+  if (target.restore && Object.keys(target.restore).length > 0) return target.restore;
+  const [field] = Object.keys(write.body);
+  return { ...write.body, [field]: `${String(write.body[field])} (another body)` };
+}
+
+const effectOf = (o: TestOrg) => orgRows(t.connection, o.orgId, { except: NOT_AN_EFFECT });
+
+test('every authenticated POST and PATCH documents Idempotency-Key, and the keyed writes this file exercises cover them all but the opt-outs', async () => {
+  const document = await documentServed();
+  const problems: string[] = [];
+  const writes = Object.entries(document.paths).flatMap(([path, item]) =>
+    (['post', 'patch'] as const).filter((method) => item[method] && isAuthenticated(item[method])).map((method) => ({ name: `${method.toUpperCase()} ${path}`, operation: item[method] })),
   );
-  expect(served.length).toBeGreaterThan(0);
-  const listed = new Set(ENDPOINTS.map((endpoint) => endpoint.name));
-  const missing = served
-    .filter((name) => !listed.has(name))
-    .map((name) => `${name} takes Idempotency-Key but has no entry in ENDPOINTS (test/idempotency-endpoints.e2e-spec.ts): add one`);
-  expect(missing).toEqual([]);
-  const stale = [...listed].filter((name) => !served.includes(name)).map((name) => `ENDPOINTS lists ${name}, which the API does not serve`);
-  expect(stale).toEqual([]);
+  expect(writes.length).toBeGreaterThan(0);
+  for (const { name, operation } of writes) {
+    if (!documentsKey(operation)) problems.push(`${name} does not document Idempotency-Key (src/idempotency/idempotency.openapi.ts documents it on every authenticated POST and PATCH)`);
+  }
+  const exercised = new Set((await keyedWrites()).map((write) => write.name));
+  for (const { name } of writes) if (!exercised.has(name) && !(name in OPT_OUTS)) problems.push(`${name} is not exercised`);
+  for (const name of Object.keys(OPT_OUTS)) if (!writes.some((write) => write.name === name)) problems.push(`OPT_OUTS names ${name}, which the API does not serve: remove it`);
+  expect(problems).toEqual([]);
+  // the derivation found the writes the API is known to have: a broken reading of the document cannot pass as "nothing to test"
+  expect([...exercised]).toEqual(expect.arrayContaining(['POST /agents', 'PATCH /agents/{id}', 'POST /custom_tools', 'PATCH /custom_tools/{id}', 'POST /sources']));
 });
 
-describe.each(ENDPOINTS)('$name honors Idempotency-Key', (endpoint) => {
-  it('same key and same body: the stored response is replayed, except meta.request_id, and the operation does not run again', async () => {
-    const target = await endpoint.prepare(org);
-    const key = newKey();
-    const raw = JSON.stringify(endpoint.body());
-    const first = await send(endpoint.method, target.path, raw, { key, requestId: `first-${uniq()}` });
-    expect(first.status).toBe(endpoint.status);
-    expect(first.headers['idempotent-replayed']).toBeUndefined();
-    await endpoint.tamper?.(target);
-    const effectBefore = await endpoint.effect(org, target);
+describe('every keyed write honors Idempotency-Key', () => {
+  /** Runs `check` for every keyed write, each in an organization of its own; reports every failing write by name. */
+  async function forEachWrite(check: (write: KeyedWrite, o: TestOrg) => Promise<void>): Promise<void> {
+    const failures: string[] = [];
+    for (const write of await keyedWrites()) {
+      try {
+        await check(write, await createOrg(t.app));
+      } catch (error) {
+        // the write was sent with its documented example: a failure is the key's handling, or an example that cannot succeed
+        failures.push(`${write.name} (sent its @ApiBody example; if that cannot succeed, fix the example or add the operation to OPT_OUTS with the reason): ${(error as Error).message}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  }
 
-    const retryId = `retry-${uniq()}`;
-    const replay = await send(endpoint.method, target.path, raw, { key, requestId: retryId });
-    expect(replay.status).toBe(first.status);
-    expect(replay.headers['idempotent-replayed']).toBe('true');
-    expect(replay.headers['x-request-id']).toBe(retryId);
-    expect(replay.body.meta.request_id).toBe(retryId);
-    expect(withoutRequestId(replay.body)).toEqual(withoutRequestId(first.body));
-    // byte for byte, field order included
-    expect(replay.text).toBe(first.text.replace(first.body.meta.request_id, retryId));
-    expect(await endpoint.effect(org, target)).toEqual(effectBefore);
+  it('same key and same body: the stored response is replayed, except meta.request_id, and the operation does not run again', () =>
+    forEachWrite(async (write, o) => {
+      const target = await prepare(write, o);
+      const key = newKey();
+      const raw = JSON.stringify(write.body);
+      const first = await send(write.method, target.url, raw, { key, auth: o.auth, requestId: `first-${uniq()}` });
+      expect(first.status).toBe(write.status);
+      expect(first.headers['idempotent-replayed']).toBeUndefined();
+      await undo(write, target, o);
+      const effectBefore = await effectOf(o);
 
-    const [record] = await recordsOf(org.orgId, key);
-    expect(record.status).toBe(endpoint.status);
-  });
+      const retryId = `retry-${uniq()}`;
+      const replay = await send(write.method, target.url, raw, { key, auth: o.auth, requestId: retryId });
+      expect(replay.status).toBe(first.status);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.headers['x-request-id']).toBe(retryId);
+      expect(replay.body.meta.request_id).toBe(retryId);
+      expect(withoutRequestId(replay.body)).toEqual(withoutRequestId(first.body));
+      // byte for byte, field order included
+      expect(replay.text).toBe(first.text.replace(first.body.meta.request_id, retryId));
+      expect(await effectOf(o)).toBe(effectBefore);
 
-  it('same key with a different body, path or method: 409 idempotency_key_reused, and nothing runs', async () => {
-    const target = await endpoint.prepare(org);
-    const key = newKey();
-    const body = endpoint.body();
-    const first = expectStatus(await send(endpoint.method, target.path, body, { key }), endpoint.status);
-    const effectBefore = await endpoint.effect(org, target);
-    const otherTarget = { id: target.otherPath.split('/').pop() };
-    const otherBefore = endpoint.tamper ? await endpoint.effect(org, otherTarget) : null;
+      const [record] = await recordsOf(o.orgId, key);
+      expect(record.status).toBe(write.status);
+    }));
 
-    const attempts: Array<[string, Promise<Response>]> = [
-      ['different body', send(endpoint.method, target.path, endpoint.otherBody(), { key })],
-      ['same body, bytes reordered', send(endpoint.method, target.path, JSON.stringify(Object.fromEntries(Object.entries(body).reverse())), { key })],
-      ['different path', send(endpoint.method, target.otherPath, body, { key })],
-    ];
-    // no route takes both POST and PATCH on one path: the other method is PATCH of the created resource, or POST to the collection
-    if (endpoint.method === 'patch') attempts.push(['different method', send('post', target.path.replace(/\/[^/]+$/, ''), body, { key })]);
-    else if (endpoint.patchable) attempts.push(['different method', send('patch', `${target.path}/${first.body.data.id}`, body, { key })]);
-    if (target.id) {
+  it('same key with a different body, path or method: 409 idempotency_key_reused, and nothing runs', () =>
+    forEachWrite(async (write, o) => {
+      const document = await documentServed();
+      const target = await prepare(write, o);
+      const key = newKey();
+      const first = expectStatus(await send(write.method, target.url, write.body, { key, auth: o.auth }), write.status);
+      const effectBefore = await effectOf(o);
+      const as = (url: string, body: unknown, method: Method | 'post' = write.method) => send(method, url, body, { key, auth: o.auth });
+
+      const attempts: Array<[string, Promise<Response>]> = [
+        ['different body', as(target.url, otherBodyOf(write, target))],
+        ['same body, bytes reordered', as(target.url, JSON.stringify(Object.fromEntries(Object.entries(write.body).reverse())))],
+        ['different path', as(target.otherUrl, write.body)],
+      ];
+      // no route takes both POST and PATCH on one path: the other method is PATCH of the created resource, or POST to the collection
+      if (write.method === 'patch' && operationOf(document, 'post', collectionOf(write.path))) attempts.push(['different method', as(target.url.replace(/\/[^/]+$/, ''), write.body, 'post')]);
+      const itemPatch = Object.keys(document.paths).find((path) => collectionOf(path) === write.path && path !== write.path && document.paths[path].patch);
+      if (write.method === 'post' && itemPatch) attempts.push(['different method', as(`${target.url}/${first.body.data.id}`, write.body, 'patch')]);
       // the same resource through its bare id is another path as received
-      attempts.push(['bare id', send(endpoint.method, target.path.replace(/\/[a-z]+_([a-f0-9]{24})$/, '/$1'), body, { key })]);
-    }
-    for (const [label, attempt] of attempts) {
-      const res = await attempt;
-      expect({ label, status: res.status, code: res.body.error?.code }).toEqual({ label, status: 409, code: 'idempotency_key_reused' });
-      expect(res.headers['idempotent-replayed']).toBeUndefined();
-      expectCompleteEnvelope(res);
-    }
-    expect(await endpoint.effect(org, target)).toEqual(effectBefore);
-    if (endpoint.tamper) expect(await endpoint.effect(org, otherTarget)).toEqual(otherBefore);
-    expect(await recordsOf(org.orgId, key)).toHaveLength(1);
-  });
+      if (target.id) attempts.push(['bare id', as(target.url.replace(/\/[a-z]+_([a-f0-9]{24})$/, '/$1'), write.body)]);
+      if (Object.keys(write.body).length < 2) attempts.splice(1, 1); // one field has one order
+      for (const [label, attempt] of attempts) {
+        const res = await attempt;
+        expect({ label, status: res.status, code: res.body.error?.code }).toEqual({ label, status: 409, code: 'idempotency_key_reused' });
+        expect(res.headers['idempotent-replayed']).toBeUndefined();
+        expectCompleteEnvelope(res);
+      }
+      expect(await effectOf(o)).toBe(effectBefore);
+      expect(await recordsOf(o.orgId, key)).toHaveLength(1);
+    }));
 
-  it('keys are scoped per organization: org B sending org A\'s key string executes fresh', async () => {
-    const orgB = await createOrg(t.app);
-    const targetA = await endpoint.prepare(org);
-    const targetB = await endpoint.prepare(orgB);
-    const key = newKey();
-    const raw = JSON.stringify(endpoint.body());
-    const mine = expectStatus(await send(endpoint.method, targetA.path, raw, { key }), endpoint.status);
-    await endpoint.tamper?.(targetB);
-    const before = await endpoint.effect(orgB, targetB);
-    const theirs = await send(endpoint.method, targetB.path, raw, { key, auth: orgB.auth });
-    expect(theirs.status).toBe(endpoint.status);
-    expect(theirs.headers['idempotent-replayed']).toBeUndefined();
-    expect(await endpoint.effect(orgB, targetB)).not.toEqual(before);
-    if (endpoint.method === 'post') expect(theirs.body.data.id).not.toBe(mine.body.data.id);
-    expect(await recordsOf(orgB.orgId, key)).toHaveLength(1);
-    expect(await recordsOf(org.orgId, key)).toHaveLength(1);
-  });
+  it("keys are scoped per organization: org B sending org A's key string executes fresh", () =>
+    forEachWrite(async (write, o) => {
+      const orgB = await createOrg(t.app);
+      const targetA = await prepare(write, o);
+      const targetB = await prepare(write, orgB);
+      const key = newKey();
+      const raw = JSON.stringify(write.body);
+      const mine = expectStatus(await send(write.method, targetA.url, raw, { key, auth: o.auth }), write.status);
+      const before = await effectOf(orgB);
+      const theirs = await send(write.method, targetB.url, raw, { key, auth: orgB.auth });
+      expect(theirs.status).toBe(write.status);
+      expect(theirs.headers['idempotent-replayed']).toBeUndefined();
+      expect(await effectOf(orgB)).not.toBe(before);
+      if (write.method === 'post') expect(theirs.body.data.id).not.toBe(mine.body.data.id);
+      expect(await recordsOf(orgB.orgId, key)).toHaveLength(1);
+      expect(await recordsOf(o.orgId, key)).toHaveLength(1);
+    }));
 
-  it('an expired record (expires_at in the past) executes fresh and is replaced', async () => {
-    const target = await endpoint.prepare(org);
-    const key = newKey();
-    const raw = JSON.stringify(endpoint.body());
-    const first = expectStatus(await send(endpoint.method, target.path, raw, { key }), endpoint.status);
-    await t.connection.db
-      .update(idempotencyRecords)
-      .set({ createdAt: new Date(Date.now() - 25 * 3_600_000), expiresAt: new Date(Date.now() - 3_600_000) })
-      .where(and(eq(idempotencyRecords.orgId, org.orgId), eq(idempotencyRecords.key, key)));
-    await endpoint.tamper?.(target);
-    const before = await endpoint.effect(org, target);
+  it('an expired record (expires_at in the past) executes fresh and is replaced', () =>
+    forEachWrite(async (write, o) => {
+      const target = await prepare(write, o);
+      const key = newKey();
+      const raw = JSON.stringify(write.body);
+      const first = expectStatus(await send(write.method, target.url, raw, { key, auth: o.auth }), write.status);
+      await t.connection.db
+        .update(idempotencyRecords)
+        .set({ createdAt: new Date(Date.now() - 25 * 3_600_000), expiresAt: new Date(Date.now() - 3_600_000) })
+        .where(and(eq(idempotencyRecords.orgId, o.orgId), eq(idempotencyRecords.key, key)));
+      await undo(write, target, o);
+      const before = await effectOf(o);
 
-    const again = await send(endpoint.method, target.path, raw, { key });
-    expect(again.headers['idempotent-replayed']).toBeUndefined();
-    const [record] = await recordsOf(org.orgId, key);
-    expect(record.status).toBe(again.status);
-    expect(record.body).toEqual(again.body);
-    expect(record.expiresAt.getTime()).toBeGreaterThan(Date.now() + 23 * 3_600_000);
-    if (endpoint.name === 'POST /agents') {
-      // the same handle again: the fresh run is the domain's 409, not a replay of the 201
-      expect(again.status).toBe(409);
-      expect(again.body.error.code).toBe('agent_handle_taken');
-      expect(await endpoint.effect(org, target)).toEqual(before);
-    } else {
-      expect(again.status).toBe(endpoint.status);
-      expect(await endpoint.effect(org, target)).not.toEqual(before);
-      if (endpoint.method === 'post') expect(again.body.data.id).not.toBe(first.body.data.id);
-    }
-  });
+      const again = await send(write.method, target.url, raw, { key, auth: o.auth });
+      expect(again.headers['idempotent-replayed']).toBeUndefined();
+      const [record] = await recordsOf(o.orgId, key);
+      expect(record.status).toBe(again.status);
+      expect(record.body).toEqual(again.body);
+      expect(record.expiresAt.getTime()).toBeGreaterThan(Date.now() + 23 * 3_600_000);
+      if (again.status === 409) {
+        // the example again where a field is unique (an agent's handle): the fresh run is the domain's 409, not a replay of the first answer
+        expect(again.body.error.code).not.toBe('idempotency_key_reused');
+        expect(await effectOf(o)).toBe(before);
+      } else {
+        expect(again.status).toBe(write.status);
+        expect(await effectOf(o)).not.toBe(before);
+        if (write.method === 'post') expect(again.body.data.id).not.toBe(first.body.data.id);
+      }
+    }));
 });
 
 describe('keys belong to the organization, not to the API key', () => {
@@ -513,26 +582,26 @@ describe('which outcomes of the real endpoints are stored', () => {
     expect(await countRows(agents, o.orgId)).toBe(1);
   });
 
-  const creates = {
-    agents: { scope: 'agents:read', body: (): Record<string, unknown> => agentBody(), table: agents },
-    custom_tools: { scope: 'custom_tools:read', body: (): Record<string, unknown> => toolBody(), table: customTools },
-    sources: { scope: 'sources:read', body: (): Record<string, unknown> => sourceBody(), table: sources },
-  } as const;
-
-  it.each(Object.keys(creates) as Array<keyof typeof creates>)('POST /%s: a 403 (missing scope) is not stored: the retry after fixing the scope runs for real', async (resource) => {
-    const { scope, body, table } = creates[resource];
-    const o = await createOrg(t.app);
-    const readOnly = await o.key([scope]);
-    const key = newKey();
-    const raw = JSON.stringify(body());
-    const before = await countRows(table, o.orgId);
-    const denied = await send('post', `${API}/${resource}`, raw, { key, auth: readOnly.auth });
-    expect(denied.status).toBe(403);
-    expect(await recordsOf(o.orgId, key)).toHaveLength(0);
-    const retry = await send('post', `${API}/${resource}`, raw, { key, auth: o.auth });
-    expect(retry.status).toBe(201);
-    expect(retry.headers['idempotent-replayed']).toBeUndefined();
-    expect(await countRows(table, o.orgId)).toBe(before + 1);
+  it('every keyed POST: a 403 (missing scope) is not stored: the retry after fixing the scope runs for real', async () => {
+    const document = await documentServed();
+    const failures: string[] = [];
+    for (const write of (await keyedWrites()).filter((w) => w.method === 'post')) {
+      const o = await createOrg(t.app);
+      // the same resource's read scope: a key of the organization that may not write here
+      const scope = document.paths[write.path].post['x-required-scope']?.replace(/:write$/, ':read') as Scope;
+      const readOnly = await o.key([scope]);
+      const key = newKey();
+      const raw = JSON.stringify(write.body);
+      const before = await effectOf(o);
+      const denied = await send('post', `${API}${write.path}`, raw, { key, auth: readOnly.auth });
+      const deniedStored = (await recordsOf(o.orgId, key)).length;
+      const unchanged = (await effectOf(o)) === before;
+      const retry = await send('post', `${API}${write.path}`, raw, { key, auth: o.auth });
+      const outcome = { denied: denied.status, deniedStored, unchanged, retry: retry.status, replayed: retry.headers['idempotent-replayed'], ran: (await effectOf(o)) !== before };
+      const expected = { denied: 403, deniedStored: 0, unchanged: true, retry: write.status, replayed: undefined, ran: true };
+      if (JSON.stringify(outcome) !== JSON.stringify(expected)) failures.push(`${write.name} (${scope}): ${JSON.stringify(outcome)}`);
+    }
+    expect(failures).toEqual([]);
   });
 
   it('PATCH: a 403 is not stored either', async () => {
@@ -605,24 +674,34 @@ describe('a body of another Content-Type is fingerprinted as received too', () =
 });
 
 describe('DELETE and GET ignore Idempotency-Key', () => {
-  it.each([
-    ['agents', () => createAgent(), 'agent_not_found'],
-    ['custom_tools', () => createTool(), 'not_found'],
-    ['sources', async () => (expectStatus(await send('post', `${API}/sources`, sourceBody()), 201)).body.data, 'not_found'],
-  ] as const)('/%s: GET with any key reads, a second DELETE with the same key is 404, nothing is stored', async (resource, create, notFound) => {
-    const { id } = await create();
-    const key = newKey();
-    const read = await send('get', `${API}/${resource}/${id}`, undefined, { key: 'x'.repeat(300) });
-    expect(read.status).toBe(200);
-    expect(read.headers['idempotent-replayed']).toBeUndefined();
-    const first = await send('delete', `${API}/${resource}/${id}`, undefined, { key });
-    const second = await send('delete', `${API}/${resource}/${id}`, undefined, { key });
-    expect(first.status).toBe(200);
-    expect(second.status).toBe(404);
-    expect(second.body.error.code).toBe(notFound);
-    expect(second.headers['idempotent-replayed']).toBeUndefined();
-    expect(await recordsWithKey(key)).toHaveLength(0);
-    expect(await recordsWithKey('x'.repeat(300))).toHaveLength(0);
+  it('every DELETE of the document: GET with any key reads, a second DELETE with the same key is 404, nothing is stored', async () => {
+    const document = await documentServed();
+    const deletes = Object.entries(document.paths)
+      .filter(([path, item]) => item.delete && !(`DELETE ${path}` in OPT_OUTS))
+      .map(([path]) => path);
+    expect(deletes).toEqual(expect.arrayContaining(['/agents/{id}', '/custom_tools/{id}', '/sources/{id}']));
+    const failures: string[] = [];
+    for (const path of deletes) {
+      const o = await createOrg(t.app);
+      const url = `${API}${collectionOf(path)}/${await createWithExample(o, collectionOf(path))}`;
+      const key = newKey();
+      const longKey = `${uniq()}${'x'.repeat(290)}`;
+      const read = await send('get', url, undefined, { key: longKey, auth: o.auth });
+      const first = await send('delete', url, undefined, { key, auth: o.auth });
+      const second = await send('delete', url, undefined, { key, auth: o.auth });
+      const outcome = {
+        read: read.status,
+        readReplayed: read.headers['idempotent-replayed'],
+        first: first.status,
+        second: second.status,
+        code: /not_found$/.test(second.body.error?.code ?? ''),
+        secondReplayed: second.headers['idempotent-replayed'],
+        stored: (await recordsWithKey(key)).length + (await recordsWithKey(longKey)).length,
+      };
+      const expected = { read: 200, readReplayed: undefined, first: 200, second: 404, code: true, secondReplayed: undefined, stored: 0 };
+      if (JSON.stringify(outcome) !== JSON.stringify(expected)) failures.push(`DELETE ${path}: ${JSON.stringify(outcome)}`);
+    }
+    expect(failures).toEqual([]);
   });
 });
 
@@ -699,23 +778,22 @@ describe('custom tool credentials never appear in a replay or in the stored reco
   });
 });
 
-describe('OpenAPI: the five write operations document the key, the replay header and the reuse conflict', () => {
-  it.each([
-    ['/agents', 'post', '201'],
-    ['/agents/{id}', 'patch', '200'],
-    ['/custom_tools', 'post', '201'],
-    ['/custom_tools/{id}', 'patch', '200'],
-    ['/sources', 'post', '201'],
-  ])('%s %s', async (path, method, success) => {
-    const doc = (await t.http.get(`${API}/openapi.json`).expect(200)).body;
-    const operation = doc.paths[path][method];
-    const keys = operation.parameters.filter((p: { name: string; in: string }) => p.in === 'header' && p.name === 'Idempotency-Key');
-    expect(keys).toHaveLength(1);
-    expect(operation.responses[success].headers['Idempotent-Replayed']).toBeDefined();
-    expect(operation.responses['409'].description).toContain('idempotency_key_reused');
-    for (const header of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) {
-      expect(Object.keys(operation.responses[success].headers ?? {})).toContain(header);
+describe('OpenAPI: every keyed write documents the key, the replay header and the reuse conflict', () => {
+  it('each of them', async () => {
+    const document = await documentServed();
+    const failures: string[] = [];
+    for (const write of await keyedWrites()) {
+      const operation = document.paths[write.path][write.method];
+      const success = operation.responses?.[String(write.status)];
+      const outcome = {
+        keys: (operation.parameters ?? []).filter((p) => p.in === 'header' && p.name === 'Idempotency-Key').length,
+        replayed: Boolean(success?.headers?.['Idempotent-Replayed']),
+        conflict: operation.responses?.['409']?.description?.includes('idempotency_key_reused') ?? false,
+        rateLimit: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'].every((header) => Object.keys(success?.headers ?? {}).includes(header)),
+      };
+      if (JSON.stringify(outcome) !== JSON.stringify({ keys: 1, replayed: true, conflict: true, rateLimit: true })) failures.push(`${write.name}: ${JSON.stringify(outcome)}`);
     }
+    expect(failures).toEqual([]);
   });
 });
 

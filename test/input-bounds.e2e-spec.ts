@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import ts from 'typescript';
 import { BOUNDS } from '../src/common/input-bounds';
 import { createOrg, type TestOrg } from './support/factories';
 import { insertAgent } from './support/readside-rows';
@@ -7,6 +10,9 @@ import { createTestApp, type TestApp } from './support/test-app';
  * docs/decisions.md "Input bounds": every request input has an upper bound;
  * one over it answers 422 validation_failed naming the field, at the bound the
  * request is accepted, and the served OpenAPI document states the same number.
+ * The reason for each number is the comment above its constant in
+ * src/common/input-bounds.ts, the one table of bounds: a constant without one
+ * fails here.
  */
 
 let t: TestApp;
@@ -250,5 +256,29 @@ describe('OpenAPI: the served document states the same bounds the validator enfo
     const deepObjects = (doc.paths['/conversations'].get as unknown as { 'x-query-deep-objects': Array<{ name: string; schema: unknown }> })['x-query-deep-objects'];
     expect(deepObjects.find((entry) => entry.name === 'metadata')!.schema).toMatchObject({ maxProperties: BOUNDS.metadataKeys, additionalProperties: { maxLength: BOUNDS.metadataValue } });
     expect(param('/analytics/agents/{agent_id}', 'until').maxLength).toBe(BOUNDS.dateTime);
+  });
+});
+
+describe('BOUNDS is the table of bounds: every constant says what it bounds and why', () => {
+  it('each constant of BOUNDS has a comment of its own', () => {
+    const file = resolve(__dirname, '../src/common/input-bounds.ts');
+    const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    let literal: ts.ObjectLiteralExpression | undefined;
+    source.forEachChild(function visit(node) {
+      if (ts.isVariableDeclaration(node) && node.name.getText() === 'BOUNDS' && node.initializer) {
+        const initializer = ts.isAsExpression(node.initializer) ? node.initializer.expression : node.initializer;
+        if (ts.isObjectLiteralExpression(initializer)) literal = initializer;
+      }
+      node.forEachChild(visit);
+    });
+    expect(literal).toBeDefined();
+    const commented = new Set(
+      literal!.properties.filter((property) => ts.getJSDocCommentsAndTags(property).some((doc) => ts.getTextOfJSDocComment(doc.comment)?.trim())).map((property) => property.name!.getText()),
+    );
+    const missing = Object.keys(BOUNDS)
+      .filter((name) => !commented.has(name))
+      .map((name) => `BOUNDS.${name} has no comment: write above it, as /** … */, which inputs it bounds and why this number (src/common/input-bounds.ts is the table of bounds)`);
+    expect(missing).toEqual([]);
+    expect(commented.size).toBe(Object.keys(BOUNDS).length);
   });
 });

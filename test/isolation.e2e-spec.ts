@@ -1,9 +1,9 @@
-import { sql } from 'drizzle-orm';
 import { newObjectIdHex } from '../libs/ids/ids';
 import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { ApiKeysService } from '../src/auth/api-keys.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { freshDemo } from './support/fresh-demo';
+import { orgRows } from './support/org-rows';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
@@ -82,18 +82,8 @@ function exampleBody(operation: string): Record<string, unknown> | undefined {
   return examples ? Object.values(examples)[0]?.value : undefined;
 }
 
-/** Every row of every table that has an org_id, of one organization: what must not change. */
-async function snapshot(orgId: string): Promise<string> {
-  const tables = (await t.connection.db.execute(
-    sql`select table_name from information_schema.columns where column_name = 'org_id' and table_schema = current_schema() order by table_name`,
-  )) as unknown as { rows: Array<{ table_name: string }> };
-  const dump: Record<string, unknown> = {};
-  for (const { table_name } of tables.rows) {
-    const rows = (await t.connection.db.execute(sql`select * from ${sql.identifier(table_name)} where org_id = ${orgId} order by 1`)) as unknown as { rows: unknown[] };
-    dump[table_name] = rows.rows;
-  }
-  return JSON.stringify(dump);
-}
+/** Every row of one organization: what must not change. */
+const snapshot = (orgId: string) => orgRows(t.connection, orgId);
 
 beforeAll(async () => {
   t = await createTestApp();

@@ -25,10 +25,6 @@ const ROOT = resolve(__dirname, '..');
 const SECTIONS_WITHOUT_ROUTES: Record<string, string> = {
   api_keys: 'keys are managed by the CLI and fixtures; the API never lists them',
 };
-/** The list endpoint of a section whose path is not `/<section name>`. */
-const LIST_PATH_OF_SECTION: Record<string, string> = {
-  members: '/team',
-};
 /** The queries that together list every row of a section whose list hides some rows by default. */
 const LIST_QUERIES_OF_SECTION: Record<string, Array<Record<string, string>>> = {
   conversations: [{}, { source: 'sub-agent' }], // sub-agent runs are listed only when asked for
@@ -88,6 +84,27 @@ function routesOfTheApp(): ServedRoute[] {
     }
   }
   return routes;
+}
+
+/**
+ * A fixture section's list endpoint, read from the app: the GET route without a
+ * path parameter of the module that provides the section (`/team` for
+ * `members`), so no map of section names to paths is kept.
+ */
+function listPathOfSection(name: string): { path: string } | { problem: string } {
+  const section = t.app.get(FixtureRegistry).ordered().find((candidate) => candidate.name === name);
+  const module = [...t.app.get(ModulesContainer).values()].find((candidate) => [...candidate.providers.values()].some((wrapper) => wrapper.instance === section));
+  if (!module) return { problem: `${name}: no module provides the section` };
+  const lists = routesOfTheApp().filter((route) => route.module === module.metatype.name && route.method === 'get' && !route.path.includes('{'));
+  const paths = [...new Set(lists.map((route) => route.path))];
+  if (paths.length === 1) return { path: paths[0] };
+  if (paths.includes(`/${name}`)) return { path: `/${name}` };
+  return {
+    problem:
+      paths.length === 0
+        ? `${name}: ${module.metatype.name}, which provides the section, serves no GET route without a path parameter to list its rows: add one, or add the section to SECTIONS_WITHOUT_ROUTES with the reason`
+        : `${name}: ${module.metatype.name} serves several lists (${paths.join(', ')}) and none is /${name}: serve the section's rows at /${name}`,
+  };
 }
 
 describe('every module is registered everywhere it must be', () => {
@@ -187,11 +204,12 @@ describe('every module is registered everywhere it must be', () => {
     const org = demo.document.orgs[0];
     const unserved: string[] = [];
     for (const name of sections.map((section) => section.name).filter((name) => !(name in SECTIONS_WITHOUT_ROUTES))) {
-      const path = LIST_PATH_OF_SECTION[name] ?? `/${name}`;
-      if (!document.paths[path]?.get) {
-        unserved.push(`${name}: no GET ${path} in the document; add the section's list path to LIST_PATH_OF_SECTION`);
+      const found = listPathOfSection(name);
+      if ('problem' in found) {
+        unserved.push(found.problem);
         continue;
       }
+      const { path } = found;
       const listed = new Set<string>();
       for (const query of LIST_QUERIES_OF_SECTION[name] ?? [{}]) {
         let cursor: string | null = null;
