@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import ts from 'typescript';
 import { BOUNDS } from '../src/common/input-bounds';
@@ -260,7 +260,12 @@ describe('OpenAPI: the served document states the same bounds the validator enfo
 });
 
 describe('BOUNDS is the table of bounds: every constant says what it bounds and why', () => {
-  it('each constant of BOUNDS has a comment of its own', () => {
+  const DECISIONS = resolve(__dirname, '../docs/decisions.md');
+  const BEGIN = '<!-- the BOUNDS table: written by test/input-bounds.e2e-spec.ts from src/common/input-bounds.ts -->';
+  const END = '<!-- end of the BOUNDS table -->';
+
+  /** Each constant of BOUNDS with the text of the comment above it ('' when it has none). */
+  function boundComments(): Map<string, string> {
     const file = resolve(__dirname, '../src/common/input-bounds.ts');
     const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
     let literal: ts.ObjectLiteralExpression | undefined;
@@ -272,13 +277,35 @@ describe('BOUNDS is the table of bounds: every constant says what it bounds and 
       node.forEachChild(visit);
     });
     expect(literal).toBeDefined();
-    const commented = new Set(
-      literal!.properties.filter((property) => ts.getJSDocCommentsAndTags(property).some((doc) => ts.getTextOfJSDocComment(doc.comment)?.trim())).map((property) => property.name!.getText()),
+    return new Map(
+      literal!.properties.map((property) => {
+        const text = ts
+          .getJSDocCommentsAndTags(property)
+          .map((doc) => ts.getTextOfJSDocComment(doc.comment)?.trim() ?? '')
+          .join(' ');
+        return [property.name!.getText(), text.replace(/\s+/g, ' ').trim()];
+      }),
     );
+  }
+
+  it('each constant of BOUNDS has a comment of its own', () => {
+    const comments = boundComments();
     const missing = Object.keys(BOUNDS)
-      .filter((name) => !commented.has(name))
+      .filter((name) => !comments.get(name))
       .map((name) => `BOUNDS.${name} has no comment: write above it, as /** … */, which inputs it bounds and why this number (src/common/input-bounds.ts is the table of bounds)`);
     expect(missing).toEqual([]);
-    expect(commented.size).toBe(Object.keys(BOUNDS).length);
+  });
+
+  it('docs/decisions.md lists every bound with its number and reason, as BOUNDS has them', () => {
+    const comments = boundComments();
+    const rows = Object.entries(BOUNDS).map(([name, value]) => `| \`${name}\` | ${value.toLocaleString('en-US')} | ${(comments.get(name) ?? '').replace(/\|/g, '\\|')} |`);
+    const table = [BEGIN, '', '| constant | bound | what it bounds, and why this number |', '|---|---|---|', ...rows, '', END].join('\n');
+    const text = readFileSync(DECISIONS, 'utf8');
+    const [start, end] = [text.indexOf(BEGIN), text.indexOf(END)];
+    expect({ markersFound: start >= 0 && end > start }).toEqual({ markersFound: true });
+    const stored = text.slice(start, end + END.length);
+    if (process.env.UPDATE_GENERATED === '1' && stored !== table) writeFileSync(DECISIONS, text.slice(0, start) + table + text.slice(end + END.length));
+    const verdict = stored === table ? 'up to date' : 'the BOUNDS table of docs/decisions.md differs from src/common/input-bounds.ts: run `UPDATE_GENERATED=1 npm test -- test/input-bounds.e2e-spec.ts` and commit docs/decisions.md';
+    expect(verdict).toBe('up to date');
   });
 });
