@@ -184,6 +184,21 @@ describe('every module is registered everywhere it must be', () => {
     expect(loose).toEqual([]);
   });
 
+  test('a fixture section of a module that takes a POST body names that request (agreesWith), so the agreement test covers it', () => {
+    const unnamed: string[] = [];
+    for (const section of t.app.get(FixtureRegistry).ordered()) {
+      const module = [...t.app.get(ModulesContainer).values()].find((candidate) => [...candidate.providers.values()].some((wrapper) => wrapper.instance === section));
+      const creates = routesOfTheApp().filter((route) => route.module === module?.metatype.name && route.method === 'post' && !route.path.includes('{'));
+      const withBody = creates.filter((route) => document.paths[route.path]?.post?.requestBody !== undefined);
+      if (withBody.length > 0 && !section.agreesWith) {
+        unnamed.push(
+          `${section.name}: ${module!.metatype.name} takes POST ${withBody[0].path} with a body, but the section does not say which request its items follow: derive the item class from the request DTO and pass agreesWith: { request, item, fixtureOnly } to super() (src/fixtures/fixture-registry.ts, FixtureAgreement)`,
+        );
+      }
+    }
+    expect(unnamed).toEqual([]);
+  });
+
   test('every fixture section has demo rows, and its own list endpoint serves every one of them', async () => {
     const sections = t.app.get(FixtureRegistry).ordered();
     expect(sections.map((section) => section.name)).toEqual(expect.arrayContaining(['agents', 'chatbots']));

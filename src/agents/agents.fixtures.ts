@@ -17,7 +17,7 @@ import { IsDateTime } from '../common/validation';
  * the counts, the timestamps) and `deleted_at`. A response's `null` for
  * `color` and `instructions_html` is taken as "not set".
  */
-export class AgentFixture extends IntersectionType(
+class AgentFixture extends IntersectionType(
   OmitType(AgentCreateDto, ['instructions_html'] as const),
   PickType(AgentUpdateDto, ['instructions_html', 'is_active', 'deactivated_reason', 'deactivated_at'] as const),
 ) {
@@ -35,7 +35,7 @@ export class AgentFixture extends IntersectionType(
 }
 
 /** Fields only a fixture takes, or takes with `null` where POST /agents refuses it (the agreement test skips exactly these). */
-export const AGENT_FIXTURE_ONLY = ['id', 'color', 'deleted_at', 'tools_count', 'sub_agents_count', 'created_at', 'updated_at', 'instructions_html', 'is_active', 'deactivated_reason', 'deactivated_at'] as const;
+const AGENT_FIXTURE_ONLY = ['id', 'color', 'deleted_at', 'tools_count', 'sub_agents_count', 'created_at', 'updated_at', 'instructions_html', 'is_active', 'deactivated_reason', 'deactivated_at'] as const;
 
 /** Kinds under which the agents section declares its inactive and its soft-deleted agents (for the cascade state of triggers and chatbots). */
 const INACTIVE_AGENTS = 'agents:inactive';
@@ -87,7 +87,12 @@ function requireDeclared(ctx: FixtureContext, kind: string, id: string, path: st
 @Injectable()
 export class AgentsFixtureSection extends RegisteredFixtureSection<NewAgentRow[]> {
   constructor(private readonly repository: AgentsRepository) {
-    super({ name: 'agents', order: 40, demoFile: 'src/agents/agents.demo.json' });
+    super({
+      name: 'agents',
+      order: 40,
+      demoFile: 'src/agents/agents.demo.json',
+      agreesWith: { request: AgentCreateDto, item: AgentFixture, fixtureOnly: AGENT_FIXTURE_ONLY },
+    });
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): NewAgentRow[] {

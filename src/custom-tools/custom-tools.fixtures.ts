@@ -26,7 +26,7 @@ class CustomToolAuthFixture extends CustomToolAuthInputDto {
  * response shows (`id`, `name`, `auth.header_name`, the timestamps) and
  * `credentials` beside `auth` (stored encrypted, never shown).
  */
-export class CustomToolFixture extends IntersectionType(OmitType(CustomToolCreateDto, ['auth'] as const), PickType(CustomToolUpdateDto, ['is_active'] as const)) {
+class CustomToolFixture extends IntersectionType(OmitType(CustomToolCreateDto, ['auth'] as const), PickType(CustomToolUpdateDto, ['is_active'] as const)) {
   @IsOptional() @IsIdOf('customTool') id?: string;
   @IsOptional() @Matches(/^custom_[a-z0-9_]{1,64}$/, { message: 'must be custom_ followed by lowercase letters, digits and underscores' })
   name?: string;
@@ -37,7 +37,7 @@ export class CustomToolFixture extends IntersectionType(OmitType(CustomToolCreat
 }
 
 /** Fields only a fixture takes (the agreement test never spoils these). */
-export const CUSTOM_TOOL_FIXTURE_ONLY = ['id', 'name', 'credentials', 'is_active', 'created_at', 'updated_at'] as const;
+const CUSTOM_TOOL_FIXTURE_ONLY = ['id', 'name', 'credentials', 'is_active', 'created_at', 'updated_at'] as const;
 
 /**
  * The fixture's `auth` + `credentials` as the API's `auth` input: the secrets
@@ -69,7 +69,12 @@ export class CustomToolsFixtureSection extends RegisteredFixtureSection<ParsedTo
     private readonly repository: CustomToolsRepository,
     private readonly service: CustomToolsService,
   ) {
-    super({ name: 'custom_tools', order: 30, demoFile: 'src/custom-tools/custom-tools.demo.json' });
+    super({
+      name: 'custom_tools',
+      order: 30,
+      demoFile: 'src/custom-tools/custom-tools.demo.json',
+      agreesWith: { request: CustomToolCreateDto, item: CustomToolFixture, fixtureOnly: CUSTOM_TOOL_FIXTURE_ONLY },
+    });
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): ParsedTool[] {

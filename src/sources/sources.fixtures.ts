@@ -34,7 +34,7 @@ class DocumentFixture {
  * may select and `type` among all four (a fixture describes the upload and
  * connector sources POST refuses to create).
  */
-export class SourceFixture extends PickType(SourceCreateDto, ['name', 'config'] as const) {
+class SourceFixture extends PickType(SourceCreateDto, ['name', 'config'] as const) {
   @IsOptional() @IsIdOf('source') id?: string;
   @IsIn(SOURCE_TYPES) type!: string;
   @IsOptional() @IsString() @MaxLength(BOUNDS.id) connector_id?: string | null;
@@ -49,7 +49,7 @@ export class SourceFixture extends PickType(SourceCreateDto, ['name', 'config'] 
 }
 
 /** Fields only a fixture takes, or takes with values POST /sources refuses (the agreement test never spoils these). */
-export const SOURCE_FIXTURE_ONLY = [
+const SOURCE_FIXTURE_ONLY = [
   'id',
   'type',
   'connector_id',
@@ -72,7 +72,12 @@ interface ParsedSource {
 @Injectable()
 export class SourcesFixtureSection extends RegisteredFixtureSection<ParsedSource[]> {
   constructor(private readonly repository: SourcesRepository) {
-    super({ name: 'sources', order: 30, demoFile: 'src/sources/sources.demo.json' });
+    super({
+      name: 'sources',
+      order: 30,
+      demoFile: 'src/sources/sources.demo.json',
+      agreesWith: { request: SourceCreateDto, item: SourceFixture, fixtureOnly: SOURCE_FIXTURE_ONLY },
+    });
   }
 
   parse(value: unknown, path: string, ctx: FixtureContext): ParsedSource[] {
