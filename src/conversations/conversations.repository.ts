@@ -70,6 +70,28 @@ const ORG_METADATA = sql.raw(`jsonb_set('{}'::jsonb, ARRAY["conversations"."org_
 
 const placeholder = (name: string) => sql.placeholder(name);
 
+/** What `qBuckets` needs to know first: the organization's id range and the term's trigrams (space-separated). */
+export interface QBucketScope {
+  newest: string | null;
+  oldest: string | null;
+  trigrams: string | null;
+}
+
+/** The bucket of an id: its creation second's top 16 bits, as `conversation_title_bucket_keys` spells them. */
+function idBucket(id: string): number {
+  return parseInt(id.slice(5, 9), 16);
+}
+
+/** Trigrams a bucket's lookup uses: each costs an index descent per bucket, and any subset finds every match (the ILIKE rechecks). */
+const BUCKET_TRIGRAMS = 4;
+
+/** At most BUCKET_TRIGRAMS of the term's trigrams, spread over it (overlapping neighbours add little). */
+function spreadTrigrams(all: string[]): string[] {
+  const distinct = [...new Set(all)];
+  if (distinct.length <= BUCKET_TRIGRAMS) return distinct;
+  return Array.from({ length: BUCKET_TRIGRAMS }, (_, i) => distinct[Math.round((i * (distinct.length - 1)) / (BUCKET_TRIGRAMS - 1))]);
+}
+
 /** `metadata[KEY]` filters, each matched against a document spelled as ORG_METADATA spells it (`{org_id: metadata}`). */
 function metadataFilters(orgId: string, metadata: Record<string, string> | undefined) {
   return Object.entries(metadata ?? {}).map(([key, value], i) => {
@@ -157,6 +179,8 @@ export class ConversationsRepository {
   private readonly byId;
   private readonly byIdWithPayload;
   private readonly messagesOf;
+  /** the organization's newest and oldest ids and the trigrams of a `q` term, for `qBuckets` */
+  readonly bucketScope;
   /** prepared list statements by filter shape */
   private readonly listStatements = new Map<string, ListStatement>();
   /** the shapes whose statements are named (a generic plan may serve them) */
@@ -179,6 +203,18 @@ export class ConversationsRepository {
         .from(messages)
         .where(and(eq(messages.orgId, sql.placeholder('orgId')), eq(messages.conversationId, sql.placeholder('conversationId'))))
         .orderBy(asc(messages.id)),
+    );
+    this.bucketScope = prepareNamed(
+      db,
+      'conversation_list_q_bucket_scope',
+      db
+        .select({
+          newest: sql<string | null>`max(${conversations.id})`,
+          oldest: sql<string | null>`min(${conversations.id})`,
+          trigrams: sql<string | null>`array_to_string(conversation_title_trigrams(${sql.placeholder('q')}), ' ')`,
+        })
+        .from(conversations)
+        .where(eq(conversations.orgId, sql.placeholder('orgId'))),
     );
   }
 
@@ -247,6 +283,8 @@ export class ConversationsRepository {
         return statement.execute(trigram.values);
       })) as Array<ConversationSummaryRow & { matched?: number }>;
       if (matched.length === 0 || Number(matched[0].matched) < Q_TRIGRAM_MATCHES) return matched.map(({ matched: _count, ...row }) => row);
+      const byBuckets = await this.listByBuckets(orgId, filters, afterId, fetch);
+      if (byBuckets) return byBuckets;
     }
     const plan = this.listQuery(orgId, filters, afterId, fetch);
     return this.listStatement(plan.shape, plan.planStable, plan.build).execute(plan.values);
@@ -335,6 +373,65 @@ export class ConversationsRepository {
         .orderBy(desc(c.id)) as unknown as ListQuery;
     };
     return { shape: inner.shape, values, build };
+  }
+
+  /** The page of `q` by `qBuckets`, or null where it does not apply (then the ordered walk finds it). */
+  async listByBuckets(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[] | null> {
+    if (filters.q === undefined) return null;
+    const [scope] = await this.bucketScope.execute({ orgId, q: filters.q });
+    const buckets = this.qBuckets(orgId, filters, afterId, fetch, scope);
+    if (!buckets) return null;
+    const statement = this.listStatement(`q-buckets:${buckets.shape}`, false, buckets.build);
+    return this.connection.transaction(async () => {
+      await this.db.execute(BITMAP_SCANS_ONLY);
+      return statement.execute(buckets.values);
+    });
+  }
+
+  /**
+   * `q` when the term is frequent (the trigram step reached its bound) and
+   * none of the newest rows matched: the organization's history in buckets of
+   * 2^16 seconds of the id (`conversations_title_bucket_gin` keys each title's
+   * trigrams by its id's bucket), newest bucket first, from the cursor's. In
+   * each bucket a bitmap of the rows holding the term's trigrams, rechecked by
+   * the filters and the ILIKE, the newest `fetch` kept; the next bucket only
+   * while the page is not full. A bucket without the term costs a few index
+   * pages, one with it at most its own rows (docs/decisions.md, "`q`: a
+   * frequent term away from the newest rows"). Null when the term has no
+   * trigram (no run of three letters or digits) or the organization no rows.
+   */
+  qBuckets(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number, scope: QBucketScope | undefined) {
+    if (filters.q === undefined || filters.createdBefore || filters.lastMessageBefore) return null;
+    if (!scope?.newest || !scope.oldest || !scope.trigrams) return null;
+    const trigrams = spreadTrigrams(scope.trigrams.split(' '));
+    const top = idBucket(afterId ?? scope.newest);
+    const bottom = idBucket(scope.oldest);
+    if (top < bottom) return null;
+    const terms = listTerms(orgId, filters, afterId);
+    const values: Record<string, unknown> = { orgId, fetch, top, bottom, trigrams: trigrams.join(' ') };
+    for (const term of terms) Object.assign(values, term.values);
+    const shape = terms.map((term) => term.shape).join(',');
+    const build = () => {
+      const c = conversations;
+      // the candidates of one bucket from its keys alone: OFFSET 0 keeps the filters and the ILIKE out of
+      // that scan, so no other index (the plain trigram index reads every match of the organization) joins it
+      const page = sql`select m.id from generate_series(${placeholder('top')}::int, ${placeholder('bottom')}::int, -1) b(n)
+        cross join lateral (
+          select ${c.id} from (
+            select * from ${c} where conversation_title_bucket_keys(${c.id}, ${c.title})
+              @> array(select lpad(to_hex(b.n), 4, '0') || t from unnest(string_to_array(${placeholder('trigrams')}, ' ')) t)
+            offset 0
+          ) ${c}
+          where ${and(eq(c.orgId, placeholder('orgId')), ...terms.map((term) => term.condition()))}
+          order by ${c.id} desc limit ${placeholder('fetch')}
+        ) m limit ${placeholder('fetch')}`;
+      return this.db
+        .select(summaryColumns)
+        .from(c)
+        .where(and(eq(c.orgId, placeholder('orgId')), sql`${c.id} = any(array(${page}))`))
+        .orderBy(desc(c.id)) as unknown as ListQuery;
+    };
+    return { shape, values, build };
   }
 
   private selectSummaries() {
