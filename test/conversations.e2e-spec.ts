@@ -476,6 +476,48 @@ describe('Conversations', () => {
     });
   });
 
+  describe('q beside created_after / last_message_after: the bounds checked on the probed rows', () => {
+    it('gives the plain filter\'s rows, newest first, page after page, with backdated and postdated rows', async () => {
+      const org = await createOrg(t.app);
+      const start = Date.parse('2026-05-01T00:00:00Z');
+      const at = (i: number) => new Date(start + i * 1000);
+      const rows = Array.from({ length: Q_PROBE_ROWS + 10 }, (_, i) => ({
+        id: newId('conversation', at(i)),
+        orgId: org.orgId,
+        title: i < 3 ? `walrus question ${i}` : `help with order ${i}`,
+        source: 'dashboard',
+        conversationNumber: i + 1,
+        // every third row backdated by a day; the oldest "walrus" row and one in a thousand others postdated by a day
+        createdAt: new Date(at(i).getTime() + (i === 1 || i % 1000 === 500 ? 86_400_000 : i % 3 === 0 ? -86_400_000 : 0)),
+        lastMessageAt: at(i % 2 === 0 ? i : i - 4000),
+      }));
+      for (let i = 0; i < rows.length; i += 1000) await t.connection.db.insert(conversations).values(rows.slice(i, i + 1000));
+      const expected = (word: string, key: 'createdAt' | 'lastMessageAt', after: Date) =>
+        rows
+          .filter((row) => row.title.includes(word) && row[key].getTime() >= after.getTime())
+          .map((row) => row.id)
+          .reverse();
+      const pages = async (query: string, limit: number, max: number) => {
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        for (let page = 0; page < max; page += 1) {
+          const res = await list(org, `?${query}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
+          expect(res.status).toBe(200);
+          seen.push(...ids(res));
+          cursor = res.body.meta.next_cursor;
+          if (!cursor) break;
+        }
+        return seen;
+      };
+      const bound = at(Q_PROBE_ROWS - 40);
+      expect(expected('help', 'createdAt', bound).length).toBeGreaterThan(30);
+      expect(await pages(`q=help&created_after=${bound.toISOString()}`, 7, 20)).toEqual(expected('help', 'createdAt', bound));
+      expect(await pages(`q=walrus&created_after=${bound.toISOString()}`, 2, 5)).toEqual(expected('walrus', 'createdAt', bound));
+      expect(await pages(`q=help&last_message_after=${bound.toISOString()}`, 9, 20)).toEqual(expected('help', 'lastMessageAt', bound));
+      expect(await pages(`q=walrus&last_message_after=${at(0).toISOString()}`, 2, 5)).toEqual(expected('walrus', 'lastMessageAt', at(0)));
+    });
+  });
+
   describe('q by id buckets (a frequent term away from the newest rows)', () => {
     /** 18-hour buckets: one row every 5.5 hours spans a dozen of them; another organization's rows share them. */
     const TITLES = ['Gecko-42 question', 'the gecko', 'GECKO!', 'geck o', 'Ünïcode gecko', '100% sure', 'under_score', 'help with order', 'GeCkO and 42'];

@@ -322,10 +322,20 @@ export class ConversationsRepository {
     // metadata is checked on the probed rows, not used to pick them: no index returns its matches
     // in id order, so the newest 5,000 rows with a common key walked the organization's rows
     // (hundreds of thousands per 5,000 at 1 M); the newest matches of a prefix are still the newest
-    const { q, metadata, ...others } = filters;
+    // so are the lower time bounds: the planner read "the newest 5,000 rows created in the last 7 days" from
+    // the created_at index, all ~100,000 of them, sorted (210 ms at 10 M), where they are the newest 5,000 rows
+    const { q, metadata, createdAfter, lastMessageAfter, ...others } = filters;
     const inner = this.listQuery(orgId, others, afterId, Q_PROBE_ROWS);
     const probed = metadataFilters(orgId, metadata);
-    const values = { ...inner.values, ...Object.assign({}, ...probed.map((filter) => filter.values)), fetch: Q_PROBE_ROWS, probeFetch: fetch, q: likeContains(q) };
+    const values = {
+      ...inner.values,
+      ...Object.assign({}, ...probed.map((filter) => filter.values)),
+      ...(createdAfter === undefined ? {} : { probeCreatedAfter: new Date(createdAfter).toISOString() }),
+      ...(lastMessageAfter === undefined ? {} : { probeLastMessageAfter: new Date(lastMessageAfter).toISOString() }),
+      fetch: Q_PROBE_ROWS,
+      probeFetch: fetch,
+      q: likeContains(q),
+    };
     const build = () => {
       const recent = (inner.build() as unknown as ReturnType<typeof this.selectSummaries>).as('recent');
       return this.db
@@ -335,12 +345,15 @@ export class ConversationsRepository {
           and(
             sql`${recent.title} ilike ${sql.placeholder('q')}`,
             ...probed.map((filter) => filter.condition(sql`jsonb_set('{}'::jsonb, ARRAY[${recent.orgId}], ${recent.metadata})`)),
+            createdAfter === undefined ? undefined : gte(recent.createdAt, sql.placeholder('probeCreatedAfter')),
+            lastMessageAfter === undefined ? undefined : gte(recent.lastMessageAt, sql.placeholder('probeLastMessageAfter')),
           ),
         )
         .orderBy(desc(recent.id))
         .limit(sql.placeholder('probeFetch'));
     };
-    return { shape: [inner.shape, ...probed.map((filter) => filter.shape)].join(','), values, build };
+    const checked = [...probed.map((filter) => filter.shape), ...(createdAfter ? ['createdAfter'] : []), ...(lastMessageAfter ? ['lastMessageAfter'] : [])];
+    return { shape: [inner.shape, ...checked].join(','), values, build };
   }
 
   /**
