@@ -261,7 +261,7 @@ async function main(): Promise<void> {
     built: { toSQL(): { sql: string; params: unknown[] } },
     values: Record<string, unknown>,
     generic: boolean,
-    bitmapOnly = false,
+    bitmapOnly: boolean | 'buckets' = false,
     print?: string,
   ): Promise<ServerSide> => {
     const statement = built.toSQL();
@@ -269,6 +269,8 @@ async function main(): Promise<void> {
     await explainClient.query(`set plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
     // the trigram step runs in a transaction that leaves the planner bitmap scans only (conversations.repository.ts)
     if (bitmapOnly) await explainClient.query('set enable_seqscan = off; set enable_indexscan = off; set enable_indexonlyscan = off; set jit = off');
+    // the bucket step also runs without parallel workers
+    if (bitmapOnly === 'buckets') await explainClient.query('set max_parallel_workers_per_gather = 0');
     await explainClient.query(`prepare bench_case as ${statement.sql}`);
     try {
       const args = params.map((p) => (typeof p === 'number' ? String(p) : explainClient.escapeLiteral(String(p)))).join(', ');
@@ -285,7 +287,7 @@ async function main(): Promise<void> {
       return { ms: top['Execution Time'], planMs: top['Planning Time'], buffers: top.Plan['Shared Hit Blocks'] + top.Plan['Shared Read Blocks'], rows: top.Plan['Actual Rows'] };
     } finally {
       await explainClient.query('deallocate bench_case');
-      await explainClient.query('reset plan_cache_mode; reset enable_seqscan; reset enable_indexscan; reset enable_indexonlyscan; reset jit');
+      await explainClient.query('reset plan_cache_mode; reset enable_seqscan; reset enable_indexscan; reset enable_indexonlyscan; reset jit; reset max_parallel_workers_per_gather');
     }
   };
   const add = (a: ServerSide, b: ServerSide): ServerSide => ({ ms: a.ms + b.ms, planMs: a.planMs + b.planMs, buffers: a.buffers + b.buffers, rows: b.rows });
@@ -318,9 +320,9 @@ async function main(): Promise<void> {
       const [scope] = await repository.bucketScope.execute({ orgId: BIG_ORG, q: filters.q });
       const buckets = repository.qBuckets(BIG_ORG, filters, null, 26, scope);
       if (buckets) {
-        const third = await explainOne(buckets.build(), buckets.values, false, true, print ? 'the id buckets (bitmap scans only):' : undefined);
+        const third = await explainOne(buckets.build(), buckets.values, false, 'buckets', print ? 'the id buckets (bitmap scans only, no parallel workers):' : undefined);
         service = add(service, third);
-        generic = add(generic, namedOnly ? skipped : await explainOne(buckets.build(), buckets.values, true, true).catch(() => timedOut));
+        generic = add(generic, namedOnly ? skipped : await explainOne(buckets.build(), buckets.values, true, 'buckets').catch(() => timedOut));
         return { service, generic, steps: 'probe+trigram+buckets', named: false };
       }
       steps = 'probe+trigram+walk';

@@ -54,8 +54,13 @@ interface ListTerm {
 
 /** Conversations the `q` probe reads, newest first, before it falls back to the trigram index. */
 export const Q_PROBE_ROWS = 5_000;
-/** Matches of `q` the trigram index may return before the term counts as frequent (then the ordered walk runs). */
-export const Q_TRIGRAM_MATCHES = 20_000;
+/**
+ * Matches of `q` the trigram step may read before the term counts as frequent (then the id buckets find its
+ * newest matches). Each match is a heap page read: 10,000 of them took 30-39 ms at 10 M rows, where the buckets
+ * answered the same term (0.1 % of the titles, spread) in 3.5 ms; a term over this bound spread evenly fills a
+ * page within ~13 of the 963 buckets of two years (docs/decisions.md).
+ */
+export const Q_TRIGRAM_MATCHES = 2_000;
 /**
  * The planner settings of the trigram step, for its transaction only: a bitmap scan is the one way left to it;
  * and no JIT compilation, which its cost estimate (over the jit threshold at 10 M rows) switched on, spending
@@ -63,6 +68,14 @@ export const Q_TRIGRAM_MATCHES = 20_000;
  */
 const BITMAP_SCANS_ONLY = sql.raw(
   `select set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true), set_config('enable_indexonlyscan', 'off', true), set_config('jit', 'off', true)`,
+);
+
+/**
+ * The bucket step's settings, for its transaction only: BITMAP_SCANS_ONLY, and no parallel workers, which the
+ * planner started for each bucket's scan (two workers launched per bucket, 17 ms each, 6.9-12.3 s in all at 10 M).
+ */
+const BUCKET_SCANS = sql.raw(
+  `select set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true), set_config('enable_indexonlyscan', 'off', true), set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`,
 );
 
 /** The organization's metadata documents keyed by the organization, spelled like the `conversations_org_metadata_gin` index. */
@@ -362,7 +375,7 @@ export class ConversationsRepository {
    * its transaction allows, so an estimate cannot turn it into a walk), at most
    * Q_TRIGRAM_MATCHES of them, the newest `fetch` kept. Each row carries
    * `matched`, how many the index returned: the page is exact below the
-   * bound; at the bound the term is frequent, and the ordered walk finds its
+   * bound; at the bound the term is frequent, and the id buckets find its
    * newest matches sooner than reading all of them would.
    */
   qTrigram(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number) {
@@ -396,7 +409,7 @@ export class ConversationsRepository {
     if (!buckets) return null;
     const statement = this.listStatement(`q-buckets:${buckets.shape}`, false, buckets.build);
     return this.connection.transaction(async () => {
-      await this.db.execute(BITMAP_SCANS_ONLY);
+      await this.db.execute(BUCKET_SCANS);
       return statement.execute(buckets.values);
     });
   }
@@ -405,8 +418,9 @@ export class ConversationsRepository {
    * `q` when the term is frequent (the trigram step reached its bound) and
    * none of the newest rows matched: the organization's history in buckets of
    * 2^16 seconds of the id (`conversations_title_bucket_gin` keys each title's
-   * trigrams by its id's bucket), newest bucket first, from the cursor's. In
-   * each bucket a bitmap of the rows holding the term's trigrams, rechecked by
+   * trigrams by its id's bucket, and each row by its bucket and organization),
+   * newest bucket first, from the cursor's. In each bucket a bitmap of the
+   * organization's rows holding the term's trigrams, rechecked by
    * the filters and the ILIKE, the newest `fetch` kept; the next bucket only
    * while the page is not full. A bucket without the term costs a few index
    * pages, one with it at most its own rows (docs/decisions.md, "`q`: a
@@ -431,8 +445,8 @@ export class ConversationsRepository {
       const page = sql`select m.id from generate_series(${placeholder('top')}::int, ${placeholder('bottom')}::int, -1) b(n)
         cross join lateral (
           select ${c.id} from (
-            select * from ${c} where conversation_title_bucket_keys(${c.id}, ${c.title})
-              @> array(select lpad(to_hex(b.n), 4, '0') || t from unnest(string_to_array(${placeholder('trigrams')}, ' ')) t)
+            select * from ${c} where conversation_title_bucket_keys(${c.orgId}, ${c.id}, ${c.title})
+              @> (array(select lpad(to_hex(b.n), 4, '0') || t from unnest(string_to_array(${placeholder('trigrams')}, ' ')) t) || (lpad(to_hex(b.n), 4, '0') || ${placeholder('orgId')}))
             offset 0
           ) ${c}
           where ${and(eq(c.orgId, placeholder('orgId')), ...terms.map((term) => term.condition()))}

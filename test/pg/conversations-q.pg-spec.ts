@@ -22,7 +22,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
 
   it('finds the newest matches of a term with more matches than the trigram step reads, none among the newest rows', async () => {
     const org = await createOrg(t.app);
-    const start = Date.parse('2025-01-01T06:30:00Z');
+    const start = Date.parse('2025-01-01T09:00:32Z');
     // the oldest Q_TRIGRAM_MATCHES + 10 titles say "gecko"; the newer ones (more than the probe reads) do not
     const matching = Q_TRIGRAM_MATCHES + 10;
     const total = matching + Q_PROBE_ROWS + 10;
@@ -33,9 +33,9 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     try {
       await client.query(
         `insert into conversations (id, org_id, title, source, conversation_number, created_at, updated_at)
-          select 'conv_' || lpad(to_hex($1::bigint + i * 7), 8, '0') || lpad(to_hex(i), 16, '0'), $2,
+          select 'conv_' || lpad(to_hex($1::bigint + i * 70), 8, '0') || lpad(to_hex(i), 16, '0'), $2,
             case when i < $3 then 'gecko question ' else 'help with order ' end || i, 'dashboard', i + 1,
-            to_timestamp($1::bigint + i * 7), to_timestamp($1::bigint + i * 7)
+            to_timestamp($1::bigint + i * 70), to_timestamp($1::bigint + i * 70)
           from generate_series(0, $4::int - 1) i`,
         [start / 1000, org.orgId, matching, total],
       );
@@ -43,7 +43,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     } finally {
       await client.end();
     }
-    const newestMatches = Array.from({ length: matching }, (_, i) => `conv_${(start / 1000 + i * 7).toString(16).padStart(8, '0')}${i.toString(16).padStart(16, '0')}`).reverse();
+    const newestMatches = Array.from({ length: matching }, (_, i) => `conv_${(start / 1000 + i * 70).toString(16).padStart(8, '0')}${i.toString(16).padStart(16, '0')}`).reverse();
 
     const buckets = jest.spyOn(t.app.get(ConversationsRepository), 'listByBuckets');
     const first = await list(org, '?q=gecko&limit=5');
@@ -55,8 +55,8 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     // with a filter beside it, the same steps
     const filtered = await list(org, '?q=gecko&source=dashboard&limit=3');
     expect(ids(filtered)).toEqual(newestMatches.slice(0, 3));
-    // one row every 7 seconds: the matches span three of the index's 2^16-second id buckets, the newest 148
-    // of them in the newest bucket; pages of 100 across that boundary are the plain query's
+    // one row every 70 seconds: the matches span three of the index's 2^16-second id buckets, the newest 152
+    // of them in the newest; pages of 100 across that boundary are the plain query's
     let cursor: string | null = null;
     const seen: string[] = [];
     for (let page = 0; page < 4; page += 1) {
