@@ -306,6 +306,24 @@ async function main(): Promise<void> {
       generic = add(generic, namedOnly ? skipped : await explainOne(probe.build(), probe.values, true).catch(() => timedOut));
       steps = 'probe';
       if (first.rows >= 26) return { service, generic, steps, named: false };
+      // the id buckets, newest first (the scope statement before them is two index lookups and one of 5,000 entries)
+      const explainBuckets = async (before: string) => {
+        const [scope] = await repository.bucketScope.execute({ orgId: BIG_ORG, q: filters.q });
+        const buckets = repository.qBuckets(BIG_ORG, filters, null, 26, scope);
+        if (!buckets) return null;
+        const third = await explainOne(buckets.build(), buckets.values, false, 'buckets', print ? 'the id buckets (bitmap scans only, no parallel workers):' : undefined);
+        return {
+          service: add(service, third),
+          generic: add(generic, namedOnly ? skipped : await explainOne(buckets.build(), buckets.values, true, 'buckets').catch(() => timedOut)),
+          steps: `${before}+buckets`,
+          named: false,
+        };
+      };
+      // a term the statistics call frequent skips the trigram step
+      if (await repository.frequentTerm(filters.q!)) {
+        const byBuckets = await explainBuckets('probe');
+        if (byBuckets) return byBuckets;
+      }
       const trigram = repository.qTrigram(BIG_ORG, filters, null, 26)!;
       const second = await explainOne(trigram.build(), trigram.values, false, true, print ? 'the trigram index (bitmap scans only):' : undefined);
       service = add(service, second);
@@ -316,15 +334,8 @@ async function main(): Promise<void> {
       await explainClient.query('begin; set local enable_seqscan = off; set local enable_indexscan = off; set local enable_indexonlyscan = off; set local jit = off');
       const res = await explainClient.query(built.sql, fillPlaceholders(built.params, trigram.values) as unknown[]).finally(() => explainClient.query('rollback'));
       if (res.rows.length === 0 || Number(res.rows[0].matched) < Q_TRIGRAM_MATCHES) return { service, generic, steps, named: false };
-      // a frequent term: the id buckets, newest first (the scope statement before it is two index lookups)
-      const [scope] = await repository.bucketScope.execute({ orgId: BIG_ORG, q: filters.q });
-      const buckets = repository.qBuckets(BIG_ORG, filters, null, 26, scope);
-      if (buckets) {
-        const third = await explainOne(buckets.build(), buckets.values, false, 'buckets', print ? 'the id buckets (bitmap scans only, no parallel workers):' : undefined);
-        service = add(service, third);
-        generic = add(generic, namedOnly ? skipped : await explainOne(buckets.build(), buckets.values, true, 'buckets').catch(() => timedOut));
-        return { service, generic, steps: 'probe+trigram+buckets', named: false };
-      }
+      const byBuckets = await explainBuckets('probe+trigram');
+      if (byBuckets) return byBuckets;
       steps = 'probe+trigram+walk';
     }
     const full = await explainOne(plan.build(), plan.values, plan.planStable, false, print ? `the list query (${plan.planStable ? 'generic' : 'custom'} plan):` : undefined);
