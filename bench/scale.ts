@@ -319,8 +319,8 @@ async function main(): Promise<void> {
           named: false,
         };
       };
-      // a term the statistics call frequent skips the trigram step
-      if (await repository.frequentTerm(filters.q!)) {
+      // `q` alone with a term the statistics call frequent skips the trigram step
+      if (Object.keys(filters).length === 1 && (await repository.frequentTerm(filters.q!))) {
         const byBuckets = await explainBuckets('probe');
         if (byBuckets) return byBuckets;
       }
