@@ -58,7 +58,7 @@ export const Q_PROBE_ROWS = 5_000;
 /**
  * Matches of `q` the trigram step may read before the term counts as frequent (then the id buckets find its
  * newest matches). Each match is a heap page read: 10,000 of them took 30-39 ms at 10 M rows, where the buckets
- * answered the same term (0.1 % of the titles, spread) in 3.5 ms; a term over this bound spread evenly fills a
+ * answered the same term (0.1 % of the titles, spread) in 1.1 ms; a term over this bound spread evenly fills a
  * page within ~13 of the 963 buckets of two years (docs/decisions.md).
  */
 export const Q_TRIGRAM_MATCHES = 2_000;
@@ -67,7 +67,7 @@ export const Q_TRIGRAM_MATCHES = 2_000;
  * statistics' 101-entry histogram in 100 (a term of 1 % hits it about every other ANALYZE; below that the
  * trigram step's posting lists are short enough).
  */
-export const Q_FREQUENT_SHARE = 0.005;
+const Q_FREQUENT_SHARE = 0.005;
 
 /**
  * The planner settings of the trigram step, for its transaction only: a bitmap scan is the one way left to it;
