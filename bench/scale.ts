@@ -261,7 +261,7 @@ async function main(): Promise<void> {
     built: { toSQL(): { sql: string; params: unknown[] } },
     values: Record<string, unknown>,
     generic: boolean,
-    bitmapOnly = false,
+    bitmapOnly: boolean | 'buckets' = false,
     print?: string,
   ): Promise<ServerSide> => {
     const statement = built.toSQL();
@@ -269,6 +269,8 @@ async function main(): Promise<void> {
     await explainClient.query(`set plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
     // the trigram step runs in a transaction that leaves the planner bitmap scans only (conversations.repository.ts)
     if (bitmapOnly) await explainClient.query('set enable_seqscan = off; set enable_indexscan = off; set enable_indexonlyscan = off; set jit = off');
+    // the bucket step also runs without parallel workers
+    if (bitmapOnly === 'buckets') await explainClient.query('set max_parallel_workers_per_gather = 0');
     await explainClient.query(`prepare bench_case as ${statement.sql}`);
     try {
       const args = params.map((p) => (typeof p === 'number' ? String(p) : explainClient.escapeLiteral(String(p)))).join(', ');
@@ -285,7 +287,7 @@ async function main(): Promise<void> {
       return { ms: top['Execution Time'], planMs: top['Planning Time'], buffers: top.Plan['Shared Hit Blocks'] + top.Plan['Shared Read Blocks'], rows: top.Plan['Actual Rows'] };
     } finally {
       await explainClient.query('deallocate bench_case');
-      await explainClient.query('reset plan_cache_mode; reset enable_seqscan; reset enable_indexscan; reset enable_indexonlyscan; reset jit');
+      await explainClient.query('reset plan_cache_mode; reset enable_seqscan; reset enable_indexscan; reset enable_indexonlyscan; reset jit; reset max_parallel_workers_per_gather');
     }
   };
   const add = (a: ServerSide, b: ServerSide): ServerSide => ({ ms: a.ms + b.ms, planMs: a.planMs + b.planMs, buffers: a.buffers + b.buffers, rows: b.rows });
@@ -304,6 +306,24 @@ async function main(): Promise<void> {
       generic = add(generic, namedOnly ? skipped : await explainOne(probe.build(), probe.values, true).catch(() => timedOut));
       steps = 'probe';
       if (first.rows >= 26) return { service, generic, steps, named: false };
+      // the id buckets, newest first (the scope statement before them is two index lookups and one of 5,000 entries)
+      const explainBuckets = async (before: string) => {
+        const [scope] = await repository.bucketScope.execute({ orgId: BIG_ORG, q: filters.q });
+        const buckets = repository.qBuckets(BIG_ORG, filters, null, 26, scope);
+        if (!buckets) return null;
+        const third = await explainOne(buckets.build(), buckets.values, false, 'buckets', print ? 'the id buckets (bitmap scans only, no parallel workers):' : undefined);
+        return {
+          service: add(service, third),
+          generic: add(generic, namedOnly ? skipped : await explainOne(buckets.build(), buckets.values, true, 'buckets').catch(() => timedOut)),
+          steps: `${before}+buckets`,
+          named: false,
+        };
+      };
+      // `q` alone with a term the statistics call frequent skips the trigram step
+      if (Object.keys(filters).length === 1 && (await repository.frequentTerm(filters.q!))) {
+        const byBuckets = await explainBuckets('probe');
+        if (byBuckets) return byBuckets;
+      }
       const trigram = repository.qTrigram(BIG_ORG, filters, null, 26)!;
       const second = await explainOne(trigram.build(), trigram.values, false, true, print ? 'the trigram index (bitmap scans only):' : undefined);
       service = add(service, second);
@@ -314,6 +334,8 @@ async function main(): Promise<void> {
       await explainClient.query('begin; set local enable_seqscan = off; set local enable_indexscan = off; set local enable_indexonlyscan = off; set local jit = off');
       const res = await explainClient.query(built.sql, fillPlaceholders(built.params, trigram.values) as unknown[]).finally(() => explainClient.query('rollback'));
       if (res.rows.length === 0 || Number(res.rows[0].matched) < Q_TRIGRAM_MATCHES) return { service, generic, steps, named: false };
+      const byBuckets = await explainBuckets('probe+trigram');
+      if (byBuckets) return byBuckets;
       steps = 'probe+trigram+walk';
     }
     const full = await explainOne(plan.build(), plan.values, plan.planStable, false, print ? `the list query (${plan.planStable ? 'generic' : 'custom'} plan):` : undefined);

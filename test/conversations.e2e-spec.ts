@@ -1,3 +1,4 @@
+import { and, desc, eq, ilike } from 'drizzle-orm';
 import type { Response } from 'supertest';
 import { newId } from '../libs/ids/ids';
 import { createOrg, type TestOrg } from './support/factories';
@@ -472,6 +473,117 @@ describe('Conversations', () => {
       expect(await pages('q=help&metadata[tier]=gold', 2, 10)).toEqual(expected('help', 'tier', 'gold'));
       expect(await pages('q=walrus&metadata[channel]=email', 2, 10)).toEqual(expected('walrus', 'channel', 'email'));
       expect(await pages('q=walrus&metadata[tier]=silver', 2, 10)).toEqual([]);
+    });
+  });
+
+  describe('q beside created_after / last_message_after: the bounds checked on the probed rows', () => {
+    it('gives the plain filter\'s rows, newest first, page after page, with backdated and postdated rows', async () => {
+      const org = await createOrg(t.app);
+      const start = Date.parse('2026-05-01T00:00:00Z');
+      const at = (i: number) => new Date(start + i * 1000);
+      const rows = Array.from({ length: Q_PROBE_ROWS + 10 }, (_, i) => ({
+        id: newId('conversation', at(i)),
+        orgId: org.orgId,
+        title: i < 3 ? `walrus question ${i}` : `help with order ${i}`,
+        source: 'dashboard',
+        conversationNumber: i + 1,
+        // every third row backdated by a day; the oldest "walrus" row and one in a thousand others postdated by a day
+        createdAt: new Date(at(i).getTime() + (i === 1 || i % 1000 === 500 ? 86_400_000 : i % 3 === 0 ? -86_400_000 : 0)),
+        lastMessageAt: at(i % 2 === 0 ? i : i - 4000),
+      }));
+      for (let i = 0; i < rows.length; i += 1000) await t.connection.db.insert(conversations).values(rows.slice(i, i + 1000));
+      const expected = (word: string, key: 'createdAt' | 'lastMessageAt', after: Date) =>
+        rows
+          .filter((row) => row.title.includes(word) && row[key].getTime() >= after.getTime())
+          .map((row) => row.id)
+          .reverse();
+      const pages = async (query: string, limit: number, max: number) => {
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        for (let page = 0; page < max; page += 1) {
+          const res = await list(org, `?${query}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
+          expect(res.status).toBe(200);
+          seen.push(...ids(res));
+          cursor = res.body.meta.next_cursor;
+          if (!cursor) break;
+        }
+        return seen;
+      };
+      const bound = at(Q_PROBE_ROWS - 40);
+      expect(expected('help', 'createdAt', bound).length).toBeGreaterThan(30);
+      expect(await pages(`q=help&created_after=${bound.toISOString()}`, 7, 20)).toEqual(expected('help', 'createdAt', bound));
+      expect(await pages(`q=walrus&created_after=${bound.toISOString()}`, 2, 5)).toEqual(expected('walrus', 'createdAt', bound));
+      expect(await pages(`q=help&last_message_after=${bound.toISOString()}`, 9, 20)).toEqual(expected('help', 'lastMessageAt', bound));
+      expect(await pages(`q=walrus&last_message_after=${at(0).toISOString()}`, 2, 5)).toEqual(expected('walrus', 'lastMessageAt', at(0)));
+    });
+  });
+
+  describe('q by id buckets (a frequent term away from the newest rows)', () => {
+    /** 18-hour buckets: one row every 5.5 hours spans a dozen of them; another organization's rows share them. */
+    const TITLES = ['Gecko-42 question', 'the gecko', 'GECKO!', 'geck o', 'Ünïcode gecko', '100% sure', 'under_score', 'help with order', 'GeCkO and 42'];
+    async function insertBucketRows(orgId: string, start: number) {
+      const rows = Array.from({ length: 54 }, (_, i) => ({
+        id: newId('conversation', new Date(start + i * 5.5 * 3600_000)),
+        orgId,
+        title: `${TITLES[i % TITLES.length]} ${i}`,
+        source: i % 4 === 0 ? 'embed' : 'dashboard',
+        conversationNumber: i + 1,
+        // backdated and postdated rows: the order and the buckets are the id's, not created_at's
+        createdAt: new Date(start + (i % 5 === 0 ? -400 : i) * 3600_000),
+      }));
+      await t.connection.db.insert(conversations).values(rows);
+    }
+
+    it('returns the plain ILIKE query\'s rows, in its order, page after page, for any term and filter', async () => {
+      const repository = t.app.get(ConversationsRepository);
+      const [org, other] = [await createOrg(t.app), await createOrg(t.app)];
+      const start = Date.parse('2026-03-01T00:00:00Z');
+      await insertBucketRows(org.orgId, start);
+      await insertBucketRows(other.orgId, start + 1000);
+      const plain = async (q: string, source?: string) => {
+        const c = conversations;
+        const rows = await t.connection.db
+          .select({ id: c.id })
+          .from(c)
+          .where(and(eq(c.orgId, org.orgId), ilike(c.title, `%${q.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`), source ? eq(c.source, source) : undefined))
+          .orderBy(desc(c.id));
+        return rows.map((row) => row.id);
+      };
+      const cases = [['gecko', undefined], ['ECK', undefined], ['gecko', 'embed'], ['cko-42', undefined], ['100% s', undefined], ['under_sc', 'dashboard'], ['and 4', undefined], ['zzz', undefined]] as const;
+      const expectPlainPages = async () => {
+        for (const [q, source] of cases) {
+          const seen: string[] = [];
+          let afterId: string | null = null;
+          for (let page = 0; page < 30; page += 1) {
+            const rows: Array<{ id: string }> | null = await repository.listByBuckets(org.orgId, { q, ...(source ? { source } : {}) }, afterId, 4);
+            expect({ q, rows: rows === null ? null : 'page' }).toEqual({ q, rows: 'page' });
+            seen.push(...rows!.map((row) => row.id));
+            if (rows!.length < 4) break;
+            afterId = rows![rows!.length - 1].id;
+          }
+          expect({ q, source, seen }).toEqual({ q, source, seen: await plain(q, source) });
+        }
+      };
+      // a small organization's lookups carry its bucket key
+      await expectPlainPages();
+      // one dense in every bucket (its 5,000th newest row as new as its newest) does without: the other
+      // organization's rows of the same buckets are told apart by the filter alone
+      const scope = repository.bucketScope.execute.bind(repository.bucketScope);
+      const dense = jest.spyOn(repository.bucketScope, 'execute').mockImplementation(async (values) => (await scope(values)).map((row) => ({ ...row, edge: row.newest })));
+      try {
+        await expectPlainPages();
+      } finally {
+        dense.mockRestore();
+      }
+    });
+
+    it('does not apply to a term without three letters or digits in a row (the walk answers it)', async () => {
+      const repository = t.app.get(ConversationsRepository);
+      const org = await createOrg(t.app);
+      await insertBucketRows(org.orgId, Date.parse('2026-04-01T00:00:00Z'));
+      for (const q of ['ge', '% s', 'Ün']) expect(await repository.listByBuckets(org.orgId, { q }, null, 4)).toBeNull();
+      // an organization without conversations
+      expect(await repository.listByBuckets((await createOrg(t.app)).orgId, { q: 'gecko' }, null, 4)).toBeNull();
     });
   });
 

@@ -9,6 +9,7 @@ import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { conversations, messages } from '../database/schema';
 import type { ConversationFilters } from './conversations.filters';
 import { prepareNamed, prepareUnnamed } from '../database/prepared-statements';
+import { executeRows } from '../database/execute-rows';
 
 type ConversationRow = typeof conversations.$inferSelect;
 export type NewConversationRow = typeof conversations.$inferInsert;
@@ -54,8 +55,20 @@ interface ListTerm {
 
 /** Conversations the `q` probe reads, newest first, before it falls back to the trigram index. */
 export const Q_PROBE_ROWS = 5_000;
-/** Matches of `q` the trigram index may return before the term counts as frequent (then the ordered walk runs). */
-export const Q_TRIGRAM_MATCHES = 20_000;
+/**
+ * Matches of `q` the trigram step may read before the term counts as frequent (then the id buckets find its
+ * newest matches). Each match is a heap page read: 10,000 of them took 30-39 ms at 10 M rows, where the buckets
+ * answered the same term (0.1 % of the titles, spread) in 1.1 ms; a term over this bound spread evenly fills a
+ * page within ~13 of the 963 buckets of two years (docs/decisions.md).
+ */
+export const Q_TRIGRAM_MATCHES = 2_000;
+/**
+ * The share of titles from which a term skips the trigram step for the id buckets: one bound of the
+ * statistics' 101-entry histogram in 100 (a term of 1 % hits it about every other ANALYZE; below that the
+ * trigram step's posting lists are short enough).
+ */
+const Q_FREQUENT_SHARE = 0.005;
+
 /**
  * The planner settings of the trigram step, for its transaction only: a bitmap scan is the one way left to it;
  * and no JIT compilation, which its cost estimate (over the jit threshold at 10 M rows) switched on, spending
@@ -65,10 +78,57 @@ const BITMAP_SCANS_ONLY = sql.raw(
   `select set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true), set_config('enable_indexonlyscan', 'off', true), set_config('jit', 'off', true)`,
 );
 
+/**
+ * The bucket step's settings, for its transaction only: BITMAP_SCANS_ONLY, and no parallel workers, which the
+ * planner started for each bucket's scan (two workers launched per bucket, 17 ms each, 6.9-12.3 s in all at 10 M).
+ */
+const BUCKET_SCANS = sql.raw(
+  `select set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true), set_config('enable_indexonlyscan', 'off', true), set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`,
+);
+
 /** The organization's metadata documents keyed by the organization, spelled like the `conversations_org_metadata_gin` index. */
 const ORG_METADATA = sql.raw(`jsonb_set('{}'::jsonb, ARRAY["conversations"."org_id"], "conversations"."metadata")`);
 
 const placeholder = (name: string) => sql.placeholder(name);
+
+/** What `qBuckets` needs to know first: the organization's id range and the term's trigrams (space-separated). */
+export interface QBucketScope {
+  newest: string | null;
+  oldest: string | null;
+  trigrams: string | null;
+  /** the organization's Q_PROBE_ROWS-th newest id, null when it has fewer rows */
+  edge: string | null;
+}
+
+/**
+ * Rows of its own per bucket below which an organization's lookups add its bucket key. That key keeps a small
+ * organization from reading every organization's rows of the bucket that hold the term; for an organization
+ * with many rows per bucket those are mostly its own, and the key's posting list costs more than it saves
+ * (1.7× the time of the lookups at 10,400 rows a bucket: 39 against 23 ms for 761 buckets).
+ */
+const ORG_KEY_BELOW_ROWS_PER_BUCKET = 1_000;
+
+/** Whether the organization's rows are sparse enough in a bucket for its bucket key to pay (from the probe's span of ids). */
+function sparseOrganization(scope: QBucketScope): boolean {
+  if (!scope.edge || !scope.newest) return true;
+  const seconds = parseInt(scope.newest.slice(5, 13), 16) - parseInt(scope.edge.slice(5, 13), 16) + 1;
+  return (Q_PROBE_ROWS * 2 ** 16) / seconds < ORG_KEY_BELOW_ROWS_PER_BUCKET;
+}
+
+/** The bucket of an id: its creation second's top 16 bits, as `conversation_title_bucket_keys` spells them. */
+function idBucket(id: string): number {
+  return parseInt(id.slice(5, 9), 16);
+}
+
+/** Trigrams a bucket's lookup uses: each costs an index descent per bucket, and any subset finds every match (the ILIKE rechecks). */
+const BUCKET_TRIGRAMS = 4;
+
+/** At most BUCKET_TRIGRAMS of the term's trigrams, spread over it (overlapping neighbours add little). */
+function spreadTrigrams(all: string[]): string[] {
+  const distinct = [...new Set(all)];
+  if (distinct.length <= BUCKET_TRIGRAMS) return distinct;
+  return Array.from({ length: BUCKET_TRIGRAMS }, (_, i) => distinct[Math.round((i * (distinct.length - 1)) / (BUCKET_TRIGRAMS - 1))]);
+}
 
 /** `metadata[KEY]` filters, each matched against a document spelled as ORG_METADATA spells it (`{org_id: metadata}`). */
 function metadataFilters(orgId: string, metadata: Record<string, string> | undefined) {
@@ -157,6 +217,8 @@ export class ConversationsRepository {
   private readonly byId;
   private readonly byIdWithPayload;
   private readonly messagesOf;
+  /** the organization's newest and oldest ids and the trigrams of a `q` term, for `qBuckets` */
+  readonly bucketScope;
   /** prepared list statements by filter shape */
   private readonly listStatements = new Map<string, ListStatement>();
   /** the shapes whose statements are named (a generic plan may serve them) */
@@ -179,6 +241,20 @@ export class ConversationsRepository {
         .from(messages)
         .where(and(eq(messages.orgId, sql.placeholder('orgId')), eq(messages.conversationId, sql.placeholder('conversationId'))))
         .orderBy(asc(messages.id)),
+    );
+    this.bucketScope = prepareNamed(
+      db,
+      'conversation_list_q_bucket_scope',
+      db
+        .select({
+          newest: sql<string | null>`max(${conversations.id})`,
+          oldest: sql<string | null>`min(${conversations.id})`,
+          trigrams: sql<string | null>`array_to_string(conversation_title_trigrams(${sql.placeholder('q')}), ' ')`,
+          // how dense the organization's recent rows are: its Q_PROBE_ROWS-th newest id (an index-only read of that many entries)
+          edge: sql<string | null>`(select ${conversations.id} from ${conversations} where ${conversations.orgId} = ${sql.placeholder('orgId')} order by ${conversations.id} desc offset ${Q_PROBE_ROWS - 1} limit 1)`,
+        })
+        .from(conversations)
+        .where(eq(conversations.orgId, sql.placeholder('orgId'))),
     );
   }
 
@@ -240,6 +316,13 @@ export class ConversationsRepository {
     if (probe) {
       const recent = await this.listStatement(`q-probe:${probe.shape}`, false, probe.build).execute(probe.values);
       if (recent.length >= fetch) return recent;
+      // only for `q` alone: beside another filter the trigram step's bitmap joins that filter's index, which
+      // answers a frequent term with a rare or absent value at once (an absent agent: 0.06 ms), where the
+      // buckets would read every match of the term, bucket after bucket, to find none (the 10 s timeout)
+      if (Object.keys(filters).length === 1 && (await this.frequentTerm(filters.q!))) {
+        const byBuckets = await this.listByBuckets(orgId, filters, afterId, fetch);
+        if (byBuckets) return byBuckets;
+      }
       const trigram = this.qTrigram(orgId, filters, afterId, fetch)!;
       const statement = this.listStatement(`q-trigram:${trigram.shape}`, false, trigram.build);
       const matched = (await this.connection.transaction(async () => {
@@ -247,6 +330,8 @@ export class ConversationsRepository {
         return statement.execute(trigram.values);
       })) as Array<ConversationSummaryRow & { matched?: number }>;
       if (matched.length === 0 || Number(matched[0].matched) < Q_TRIGRAM_MATCHES) return matched.map(({ matched: _count, ...row }) => row);
+      const byBuckets = await this.listByBuckets(orgId, filters, afterId, fetch);
+      if (byBuckets) return byBuckets;
     }
     const plan = this.listQuery(orgId, filters, afterId, fetch);
     return this.listStatement(plan.shape, plan.planStable, plan.build).execute(plan.values);
@@ -284,10 +369,20 @@ export class ConversationsRepository {
     // metadata is checked on the probed rows, not used to pick them: no index returns its matches
     // in id order, so the newest 5,000 rows with a common key walked the organization's rows
     // (hundreds of thousands per 5,000 at 1 M); the newest matches of a prefix are still the newest
-    const { q, metadata, ...others } = filters;
+    // so are the lower time bounds: the planner read "the newest 5,000 rows created in the last 7 days" from
+    // the created_at index, all ~100,000 of them, sorted (210 ms at 10 M), where they are the newest 5,000 rows
+    const { q, metadata, createdAfter, lastMessageAfter, ...others } = filters;
     const inner = this.listQuery(orgId, others, afterId, Q_PROBE_ROWS);
     const probed = metadataFilters(orgId, metadata);
-    const values = { ...inner.values, ...Object.assign({}, ...probed.map((filter) => filter.values)), fetch: Q_PROBE_ROWS, probeFetch: fetch, q: likeContains(q) };
+    const values = {
+      ...inner.values,
+      ...Object.assign({}, ...probed.map((filter) => filter.values)),
+      ...(createdAfter === undefined ? {} : { probeCreatedAfter: new Date(createdAfter).toISOString() }),
+      ...(lastMessageAfter === undefined ? {} : { probeLastMessageAfter: new Date(lastMessageAfter).toISOString() }),
+      fetch: Q_PROBE_ROWS,
+      probeFetch: fetch,
+      q: likeContains(q),
+    };
     const build = () => {
       const recent = (inner.build() as unknown as ReturnType<typeof this.selectSummaries>).as('recent');
       return this.db
@@ -297,12 +392,15 @@ export class ConversationsRepository {
           and(
             sql`${recent.title} ilike ${sql.placeholder('q')}`,
             ...probed.map((filter) => filter.condition(sql`jsonb_set('{}'::jsonb, ARRAY[${recent.orgId}], ${recent.metadata})`)),
+            createdAfter === undefined ? undefined : gte(recent.createdAt, sql.placeholder('probeCreatedAfter')),
+            lastMessageAfter === undefined ? undefined : gte(recent.lastMessageAt, sql.placeholder('probeLastMessageAfter')),
           ),
         )
         .orderBy(desc(recent.id))
         .limit(sql.placeholder('probeFetch'));
     };
-    return { shape: [inner.shape, ...probed.map((filter) => filter.shape)].join(','), values, build };
+    const checked = [...probed.map((filter) => filter.shape), ...(createdAfter ? ['createdAfter'] : []), ...(lastMessageAfter ? ['lastMessageAfter'] : [])];
+    return { shape: [inner.shape, ...checked].join(','), values, build };
   }
 
   /**
@@ -311,7 +409,7 @@ export class ConversationsRepository {
    * its transaction allows, so an estimate cannot turn it into a walk), at most
    * Q_TRIGRAM_MATCHES of them, the newest `fetch` kept. Each row carries
    * `matched`, how many the index returned: the page is exact below the
-   * bound; at the bound the term is frequent, and the ordered walk finds its
+   * bound; at the bound the term is frequent, and the id buckets find its
    * newest matches sooner than reading all of them would.
    */
   qTrigram(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number) {
@@ -335,6 +433,86 @@ export class ConversationsRepository {
         .orderBy(desc(c.id)) as unknown as ListQuery;
     };
     return { shape: inner.shape, values, build };
+  }
+
+  /**
+   * Whether the table's statistics (ANALYZE's sample: the most common titles and the histogram's bounds) put
+   * the term in at least Q_FREQUENT_SHARE of the titles. The trigram step reads the whole posting list of each
+   * of the term's trigrams before its bound can stop anything: 550 ms for a term in half of 15 M titles, where
+   * the buckets take 30. Without statistics (never analyzed) the term counts as rare.
+   */
+  async frequentTerm(q: string): Promise<boolean> {
+    const [row] = await executeRows<{ share: number | null }>(
+      this.db,
+      sql`select coalesce((select sum(f) from unnest(most_common_vals::text::text[], most_common_freqs) m(v, f) where v ilike ${likeContains(q)}), 0)
+          + (1 - coalesce((select sum(f) from unnest(most_common_freqs) f), 0))
+            * coalesce((select avg((h ilike ${likeContains(q)})::int) from unnest(histogram_bounds::text::text[]) h), 0) as share
+        from pg_stats where schemaname = current_schema() and tablename = 'conversations' and attname = 'title'`,
+    );
+    return Number(row?.share ?? 0) >= Q_FREQUENT_SHARE;
+  }
+
+  /** The page of `q` by `qBuckets`, or null where it does not apply (then the ordered walk finds it). */
+  async listByBuckets(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[] | null> {
+    if (filters.q === undefined) return null;
+    const [scope] = await this.bucketScope.execute({ orgId, q: filters.q });
+    const buckets = this.qBuckets(orgId, filters, afterId, fetch, scope);
+    if (!buckets) return null;
+    const statement = this.listStatement(`q-buckets:${buckets.shape}`, false, buckets.build);
+    return this.connection.transaction(async () => {
+      await this.db.execute(BUCKET_SCANS);
+      return statement.execute(buckets.values);
+    });
+  }
+
+  /**
+   * `q` when the term is frequent (the trigram step reached its bound) and
+   * none of the newest rows matched: the organization's history in buckets of
+   * 2^16 seconds of the id (`conversations_title_bucket_gin` keys each title's
+   * trigrams by its id's bucket, and each row by its bucket and organization),
+   * newest bucket first, from the cursor's. In each bucket a bitmap of the
+   * rows holding the term's trigrams (and, for an organization with few rows
+   * per bucket, its bucket key), rechecked by
+   * the filters and the ILIKE, the newest `fetch` kept; the next bucket only
+   * while the page is not full. A bucket without the term costs a few index
+   * pages, one with it at most its own rows (docs/decisions.md, "`q`: a
+   * frequent term away from the newest rows"). Null when the term has no
+   * trigram (no run of three letters or digits) or the organization no rows.
+   */
+  qBuckets(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number, scope: QBucketScope | undefined) {
+    if (filters.q === undefined || filters.createdBefore || filters.lastMessageBefore) return null;
+    if (!scope?.newest || !scope.oldest || !scope.trigrams) return null;
+    const trigrams = spreadTrigrams(scope.trigrams.split(' '));
+    const top = idBucket(afterId ?? scope.newest);
+    const bottom = idBucket(scope.oldest);
+    if (top < bottom) return null;
+    const terms = listTerms(orgId, filters, afterId);
+    const values: Record<string, unknown> = { orgId, fetch, top, bottom, trigrams: trigrams.join(' ') };
+    for (const term of terms) Object.assign(values, term.values);
+    const orgKey = sparseOrganization(scope);
+    const shape = [...terms.map((term) => term.shape), orgKey ? 'org-key' : 'no-org-key'].join(',');
+    const build = () => {
+      const c = conversations;
+      const bucketOrg = orgKey ? sql` || (lpad(to_hex(b.n), 4, '0') || ${placeholder('orgId')})` : sql``;
+      // the candidates of one bucket from its keys alone: OFFSET 0 keeps the filters and the ILIKE out of
+      // that scan, so no other index (the plain trigram index reads every match of the organization) joins it
+      const page = sql`select m.id from generate_series(${placeholder('top')}::int, ${placeholder('bottom')}::int, -1) b(n)
+        cross join lateral (
+          select ${c.id} from (
+            select * from ${c} where conversation_title_bucket_keys(${c.orgId}, ${c.id}, ${c.title})
+              @> (array(select lpad(to_hex(b.n), 4, '0') || t from unnest(string_to_array(${placeholder('trigrams')}, ' ')) t)${bucketOrg})
+            offset 0
+          ) ${c}
+          where ${and(eq(c.orgId, placeholder('orgId')), ...terms.map((term) => term.condition()))}
+          order by ${c.id} desc limit ${placeholder('fetch')}
+        ) m limit ${placeholder('fetch')}`;
+      return this.db
+        .select(summaryColumns)
+        .from(c)
+        .where(and(eq(c.orgId, placeholder('orgId')), sql`${c.id} = any(array(${page}))`))
+        .orderBy(desc(c.id)) as unknown as ListQuery;
+    };
+    return { shape, values, build };
   }
 
   private selectSummaries() {

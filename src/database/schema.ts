@@ -214,6 +214,8 @@ export const conversations = pgTable(
     // agent analytics: one agent's conversations in a window's partial days are read from
     // `conversations_org_agent_created_cover_idx` (org_id, agent_id, created_at) INCLUDE (the counted
     // columns), an index-only scan; drizzle-kit cannot express INCLUDE, so it lives in its migration alone
+    // `q`, a frequent term away from the newest rows: `conversations_title_bucket_gin` keys each title's trigrams
+    // by its id's 18-hour bucket (migration 0011); drizzle-kit cannot express the key functions, so it lives there alone
     // rare flags: small partial indexes keep is_onboarding=true / is_simulation=true off a full scan
     index('conversations_org_onboarding_idx').on(t.orgId, t.id).where(sql`${t.isOnboarding}`),
     index('conversations_org_simulation_idx').on(t.orgId, t.id).where(sql`${t.isSimulation}`),
