@@ -1,9 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { smallestIdAt } from '../../libs/ids/ids';
 import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, lt, lte, ne, or, sql, type SQL } from 'drizzle-orm';
-import { DatabaseConnection } from '../database/connection';
-import { DATABASE, type Database } from '../database/database.types';
+import type { Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { orgScopedById } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { conversations, messages } from '../database/schema';
@@ -141,6 +142,11 @@ const FIXTURE_COLUMNS = [
   'updatedAt'
 ] as const;
 
+/** The summary columns of conversations: the select every list query is made of. */
+function selectSummaries(db: Database) {
+  return db.select(summaryColumns).from(conversations);
+}
+
 /** A list statement, prepared or built for one request. */
 interface ListStatement {
   execute(values: Record<string, unknown>): Promise<ConversationSummaryRow[]>;
@@ -163,17 +169,14 @@ export class ConversationsRepository {
   private readonly namedShapes = new Set<string>();
 
   constructor(
-    @Inject(DATABASE) private readonly db: Database,
-    private readonly connection: DatabaseConnection,
+    private readonly txHost: TransactionHost<DatabaseTransactions>,
   ) {
-    this.byId = orgScopedById(db, conversations, { statementPrefix: 'conversation_detail', columns: summaryColumns });
-    this.byIdWithPayload = orgScopedById(db, conversations, {
+    this.byId = orgScopedById(txHost, conversations, { statementPrefix: 'conversation_detail', columns: summaryColumns });
+    this.byIdWithPayload = orgScopedById(txHost, conversations, {
       statementPrefix: 'conversation_detail_with_payload',
       columns: { ...summaryColumns, triggerPayload: conversations.triggerPayload },
     });
-    this.messagesOf = prepareNamed(
-      db,
-      'conversation_detail_thread',
+    this.messagesOf = prepareNamed(txHost, 'conversation_detail_thread', (db) =>
       db
         .select(messageColumns)
         .from(messages)
@@ -199,14 +202,14 @@ export class ConversationsRepository {
   async pageMessages(orgId: string, conversationId: string, afterId: string | null, fetch: number): Promise<MessageViewRow[] | null> {
     // the page alone, read in order from (org_id, conversation_id, id): a lateral subquery with its own
     // limit, so a long thread is never joined and sorted whole after the cursor
-    const page = this.db
+    const page = this.txHost.tx
       .select(messageColumns)
       .from(messages)
       .where(and(eq(messages.orgId, conversations.orgId), eq(messages.conversationId, conversations.id), afterId === null ? undefined : gt(messages.id, afterId)))
       .orderBy(asc(messages.id))
       .limit(fetch)
       .as('page');
-    const rows = await this.db
+    const rows = await this.txHost.tx
       .select({
         conversationId: conversations.id,
         message: {
@@ -242,8 +245,8 @@ export class ConversationsRepository {
       if (recent.length >= fetch) return recent;
       const trigram = this.qTrigram(orgId, filters, afterId, fetch)!;
       const statement = this.listStatement(`q-trigram:${trigram.shape}`, false, trigram.build);
-      const matched = (await this.connection.transaction(async () => {
-        await this.db.execute(BITMAP_SCANS_ONLY);
+      const matched = (await this.txHost.withTransaction(async () => {
+        await this.txHost.tx.execute(BITMAP_SCANS_ONLY);
         return statement.execute(trigram.values);
       })) as Array<ConversationSummaryRow & { matched?: number }>;
       if (matched.length === 0 || Number(matched[0].matched) < Q_TRIGRAM_MATCHES) return matched.map(({ matched: _count, ...row }) => row);
@@ -257,14 +260,14 @@ export class ConversationsRepository {
    * every value (PostgreSQL may plan it once), else unnamed, planned with each
    * execution's values. Past the bounds, shapes are built per request.
    */
-  private listStatement(shape: string, planStable: boolean, build: () => ListQuery): ListStatement {
+  private listStatement(shape: string, planStable: boolean, build: (db: Database) => ListQuery): ListStatement {
     const kept = this.listStatements.get(shape);
     if (kept) return kept;
     const named = planStable && this.namedShapes.size < MAX_PREPARED_SHAPES;
-    if (this.listStatements.size >= MAX_LIST_STATEMENTS) return build();
+    if (this.listStatements.size >= MAX_LIST_STATEMENTS) return build(this.txHost.tx);
     const statement = named
-      ? prepareNamed(this.db, `conversation_list_${createHash('sha256').update(shape).digest('hex').slice(0, 16)}`, build())
-      : prepareUnnamed(build());
+      ? prepareNamed(this.txHost, `conversation_list_${createHash('sha256').update(shape).digest('hex').slice(0, 16)}`, build)
+      : prepareUnnamed(this.txHost, build);
     if (named) this.namedShapes.add(shape);
     this.listStatements.set(shape, statement);
     return statement;
@@ -288,9 +291,9 @@ export class ConversationsRepository {
     const inner = this.listQuery(orgId, others, afterId, Q_PROBE_ROWS);
     const probed = metadataFilters(orgId, metadata);
     const values = { ...inner.values, ...Object.assign({}, ...probed.map((filter) => filter.values)), fetch: Q_PROBE_ROWS, probeFetch: fetch, q: likeContains(q) };
-    const build = () => {
-      const recent = (inner.build() as unknown as ReturnType<typeof this.selectSummaries>).as('recent');
-      return this.db
+    const build = (db: Database) => {
+      const recent = (inner.build(db) as unknown as ReturnType<typeof selectSummaries>).as('recent');
+      return db
         .select()
         .from(recent)
         .where(
@@ -318,27 +321,23 @@ export class ConversationsRepository {
     if (filters.q === undefined || filters.createdBefore || filters.lastMessageBefore) return null;
     const inner = this.listQuery(orgId, filters, afterId, fetch);
     const values = { ...inner.values, matchBound: Q_TRIGRAM_MATCHES };
-    const build = () => {
+    const build = (db: Database) => {
       const c = conversations;
       const where = and(eq(c.orgId, sql.placeholder('orgId')), ...listTerms(orgId, filters, afterId).map((term) => term.condition()));
-      const all = this.db.select({ id: c.id }).from(c).where(where).limit(sql.placeholder('matchBound')).as('matches');
-      const newest = this.db
+      const all = db.select({ id: c.id }).from(c).where(where).limit(sql.placeholder('matchBound')).as('matches');
+      const newest = db
         .select({ id: all.id, matched: sql<number>`count(*) over ()`.as('matched') })
         .from(all)
         .orderBy(desc(all.id))
         .limit(sql.placeholder('fetch'))
         .as('newest');
-      return this.db
+      return db
         .select({ ...summaryColumns, matched: newest.matched })
         .from(c)
         .innerJoin(newest, and(eq(c.orgId, sql.placeholder('orgId')), eq(c.id, newest.id)))
         .orderBy(desc(c.id)) as unknown as ListQuery;
     };
     return { shape: inner.shape, values, build };
-  }
-
-  private selectSummaries() {
-    return this.db.select(summaryColumns).from(conversations);
   }
 
   /** The filter shapes that are named prepared statements now (for tests and diagnostics). */
@@ -367,12 +366,10 @@ export class ConversationsRepository {
     if (split) values.boundId = smallestIdAt('conversation', Math.max(0, seconds));
     const shape = [...terms.map((term) => term.shape), split?.shape ?? 'unsplit'].join(',');
 
-    const build = () => {
+    const build = (db: Database) => {
       const where = [eq(c.orgId, sql.placeholder('orgId')), ...terms.map((term) => term.condition())];
       const select = (conditions: SQL[]) =>
-        this.db
-          .select(summaryColumns)
-          .from(c)
+        selectSummaries(db)
           .where(and(...conditions))
           .orderBy(desc(c.id))
           .limit(sql.placeholder('fetch'));
@@ -404,15 +401,15 @@ export class ConversationsRepository {
     if (rows.length === 0) return [];
     const written: string[] = [];
     for (let start = 0; start < rows.length; start += 500) {
-      written.push(...(await upsertOrgRows(this.db, conversations, orgId, rows.slice(start, start + 500), FIXTURE_COLUMNS)));
+      written.push(...(await upsertOrgRows(this.txHost.tx, conversations, orgId, rows.slice(start, start + 500), FIXTURE_COLUMNS)));
     }
     const ids = [...threads.keys()].filter((id) => written.includes(id));
     for (let start = 0; start < ids.length; start += 500) {
-      await this.db.delete(messages).where(and(eq(messages.orgId, orgId), inArray(messages.conversationId, ids.slice(start, start + 500))));
+      await this.txHost.tx.delete(messages).where(and(eq(messages.orgId, orgId), inArray(messages.conversationId, ids.slice(start, start + 500))));
     }
     const all = ids.flatMap((id) => threads.get(id) ?? []).map((row) => ({ ...row, orgId }));
     for (let start = 0; start < all.length; start += 500) {
-      await this.db
+      await this.txHost.tx
         .insert(messages)
         .values(all.slice(start, start + 500))
         .onConflictDoNothing({ target: messages.id });

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { Client } from 'pg';
 import { packageRoot } from '../common/package-root';
 import type { AppConfig } from '../config/config';
-import type { Database } from './database.types';
+import type { Database, Transaction } from './database.types';
 import { applyMigrations } from './migration-runner';
 import { drizzlePgliteClient } from './pglite-client';
 import { PgliteDirectoryLock } from './pglite-lock';
@@ -54,7 +54,7 @@ export class DatabaseConnection {
     private readonly closeFn: () => Promise<void>,
     private readonly migrateFn: () => Promise<void>,
     /** how a transaction is begun when none is open */
-    private readonly beginTransaction: <T>(fn: () => Promise<T>) => Promise<T>,
+    private readonly beginTransaction: <T>(fn: (tx: Transaction) => Promise<T>) => Promise<T>,
     /** the embedded engine, for tests that copy a migrated database */
     readonly pglite: PGlite | null,
     /** every failed query, whichever engine (metrics subscribe) */
@@ -70,9 +70,9 @@ export class DatabaseConnection {
    * is a savepoint of it (rolled back alone when `fn` throws). This is the
    * one way to make several statements atomic (docs/adding-a-module.md).
    */
-  transaction<T>(fn: () => Promise<T>): Promise<T> {
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     const open = openTransaction();
-    if (open?.tx) return open.tx.transaction(() => fn());
+    if (open?.tx) return open.tx.transaction((savepoint) => fn(savepoint));
     return this.beginTransaction(fn);
   }
 
@@ -86,13 +86,13 @@ export class DatabaseConnection {
     const drizzleDb = drizzlePglite({ client: drizzlePgliteClient(client, queryErrors), schema });
     const db = drizzleDb as unknown as Database;
     // PGlite has one connection: the transaction's own client is bound to `open` as PGlite hands it over
-    const beginTransaction = <T>(fn: () => Promise<T>): Promise<T> => {
+    const beginTransaction = <T>(fn: (tx: Transaction) => Promise<T>): Promise<T> => {
       const open: OpenTransaction = { tx: null, connection: null, open: true };
       return runInTransaction(open, () =>
         drizzleDb.transaction(async (tx) => {
           open.tx = tx as never;
           try {
-            return await fn();
+            return await fn(tx as never);
           } finally {
             open.open = false;
           }

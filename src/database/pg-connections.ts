@@ -1,7 +1,7 @@
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { DatabaseError, Pool, type PoolClient, type PoolConfig, type QueryConfig as PgQueryConfig, type QueryResult } from 'pg';
 import { isLostConnection } from './database-errors';
-import type { Database } from './database.types';
+import type { Database, Transaction } from './database.types';
 import type { QueryErrorReporter } from './query-error-reporter';
 import { UNNAMED_STATEMENT_NAME } from './prepared-statements';
 import { databaseDeadline, openTransaction, runInTransaction, type OpenTransaction } from './request-scope';
@@ -284,7 +284,7 @@ export class PostgresConnections {
   }
 
   /** Runs `fn` in a transaction on one connection; every statement on the root database meanwhile joins it. */
-  async transaction<T>(fn: () => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const lease = await this.acquire();
       let begun = false;
@@ -294,7 +294,7 @@ export class PostgresConnections {
           begun = true;
           open.tx = tx;
           try {
-            return await runInTransaction(open, fn);
+            return await runInTransaction(open, () => fn(tx));
           } finally {
             open.open = false;
           }
