@@ -6,7 +6,8 @@ import type { Page } from '../common/envelope';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { OrgsRepository } from '../orgs/orgs.repository';
 import { checkCountCap } from '../orgs/plan-limits.rules';
-import { DatabaseConnection } from '../database/connection';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { SourceCreateDto, SourceDto } from './sources.dto';
 import { mapSource } from './sources.mapper';
@@ -17,7 +18,7 @@ import { buildSourceConfig, refuseUncreatableType } from './sources.rules';
 @Injectable()
 export class SourcesService implements LockedRepresentation {
   constructor(
-    private readonly connection: DatabaseConnection,
+    private readonly txHost: TransactionHost<DatabaseTransactions>,
     private readonly repository: SourcesRepository,
     private readonly orgs: OrgsRepository,
     private readonly paginator: Paginator,
@@ -54,7 +55,7 @@ export class SourcesService implements LockedRepresentation {
     if (!config.ok) mergeFieldErrors(fields, config.fields);
     if (!config.ok || hasFieldErrors(fields)) throw ApiError.validation(fields);
 
-    const row = await this.connection.transaction(async () => {
+    const row = await this.txHost.withTransaction(async () => {
       await this.enforceSourceCap(orgId);
       return this.repository.insert(
         {
@@ -81,7 +82,7 @@ export class SourcesService implements LockedRepresentation {
   async deleteSource(orgId: string, rawId: string): Promise<DeleteAcknowledgementDto> {
     const id = parseId('source', rawId);
     if (!id) throw ApiError.notFound('Source');
-    await this.connection.transaction(async () => {
+    await this.txHost.withTransaction(async () => {
       const row = await this.repository.findForUpdate(orgId, id);
       if (!row) throw ApiError.notFound('Source');
       if (!(await this.repository.deleteWithDocuments(orgId, id))) throw ApiError.notFound('Source');
