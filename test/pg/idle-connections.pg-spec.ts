@@ -119,7 +119,7 @@ describe('connections that die while idle (server engine)', () => {
   it('a connection that dies right after BEGIN is retried: only BEGIN had run on it, the work runs again on another connection', async () => {
     const marker = `begin${randomUUID().slice(0, 8)}`;
     let runs = 0;
-    await t.connection.transaction(async () => {
+    await t.connection.transaction(async (tx) => {
       runs++;
       if (runs === 1) {
         // BEGIN has completed on the transaction's connection: its backend dies before the work's first statement
@@ -130,7 +130,7 @@ describe('connections that die while idle (server engine)', () => {
         expect(rows.filter((row) => row.ok)).toHaveLength(1);
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
-      await t.connection.db.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
+      await tx.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
     });
     expect(runs).toBe(2);
     const { rows } = await admin.query<{ name: string }>('select name from orgs where id = $1', [org.orgId]);
@@ -140,13 +140,13 @@ describe('connections that die while idle (server engine)', () => {
   it('a connection that dies in the middle of a transaction is not retried: the work ran once and rolled back', async () => {
     const marker = `mid${randomUUID().slice(0, 8)}`;
     let runs = 0;
-    const attempt = t.connection.transaction(async () => {
+    const attempt = t.connection.transaction(async (tx) => {
       runs++;
-      await t.connection.db.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
-      const { rows } = (await t.connection.db.execute(sql`select pg_backend_pid() as pid`)) as unknown as { rows: Array<{ pid: number }> };
+      await tx.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
+      const { rows } = (await tx.execute(sql`select pg_backend_pid() as pid`)) as unknown as { rows: Array<{ pid: number }> };
       await admin.query('select pg_terminate_backend($1)', [rows[0].pid]);
       await new Promise((resolve) => setTimeout(resolve, 200));
-      await t.connection.db.execute(sql`select 1`);
+      await tx.execute(sql`select 1`);
     });
     await expect(attempt).rejects.toMatchObject({ cause: { code: '08006' } });
     expect(runs).toBe(1);
