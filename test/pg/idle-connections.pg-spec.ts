@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { TransactionHost } from '@nestjs-cls/transactional';
 import { sql } from 'drizzle-orm';
 import { Client } from 'pg';
+import type { DatabaseTransactions } from '../../src/database/transactions';
 import { createOrg, type TestOrg } from '../support/factories';
 import { startTestCluster, type TestCluster } from '../support/pg-cluster';
 import { createTestApp, type TestApp } from '../support/test-app';
@@ -131,6 +133,27 @@ describe('connections that die while idle (server engine)', () => {
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
       await tx.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
+    });
+    expect(runs).toBe(2);
+    const { rows } = await admin.query<{ name: string }>('select name from orgs where id = $1', [org.orgId]);
+    expect(rows[0].name).toBe(marker);
+  }, 30_000);
+
+  it('through TransactionHost, as services open them: the work run again after a connection lost after BEGIN runs on the new attempt\'s tx', async () => {
+    const txHost: TransactionHost<DatabaseTransactions> = t.app.get(TransactionHost);
+    const marker = `host${randomUUID().slice(0, 8)}`;
+    let runs = 0;
+    await txHost.withTransaction(async () => {
+      runs++;
+      if (runs === 1) {
+        const { rows } = await admin.query<{ ok: boolean }>(
+          `select pg_terminate_backend(pid) as ok from pg_stat_activity
+            where datname = current_database() and pid <> pg_backend_pid() and state = 'idle in transaction'`,
+        );
+        expect(rows.filter((row) => row.ok)).toHaveLength(1);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      await txHost.tx.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
     });
     expect(runs).toBe(2);
     const { rows } = await admin.query<{ name: string }>('select name from orgs where id = $1', [org.orgId]);
