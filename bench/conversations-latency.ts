@@ -51,7 +51,14 @@ async function main(): Promise<void> {
   await seedConversations(db, orgId, count);
   const seedMs = performance.now() - seedStarted;
 
-  const repository = new ConversationsRepository(db, connection);
+  // the repository the app uses (its statements run through the app's TransactionHost)
+  const config = loadConfig({ LOG_LEVEL: 'error' }, { pgliteDir: 'memory', jobsEnabled: false });
+  const logger = createLogger(config);
+  const metrics = metricsFor(config);
+  const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection, metrics }), createHttpAdapter(logger, metrics), { ...APP_OPTIONS, logger: false });
+  composeHttpApp(app);
+  await app.listen(0, '127.0.0.1');
+  const repository = app.get(ConversationsRepository);
   const agentId = `agent_${(0x6650a100 + 3).toString(16).padStart(8, '0')}0000000000000000`;
   const [sample] = await repository.list(orgId, { source: 'sub-agent' }, null, 1);
   const [ticketed] = await repository.list(orgId, { source: 'autonomous', conversationNumber: undefined }, null, 1);
@@ -99,7 +106,7 @@ async function main(): Promise<void> {
     }
     times.sort((a, b) => a - b);
     const { build, values } = repository.listQuery(orgId, filters, null, 26);
-    const query = build().toSQL();
+    const query = build(db).toSQL();
     const plan = await client.query<{ 'QUERY PLAN': string }>(`explain (analyze, costs off) ${query.sql}`, fillPlaceholders(query.params, values));
     const lines = plan.rows.map((row) => row['QUERY PLAN']);
     const scans = [...new Set(lines.flatMap((line) => /(Seq Scan|Index Only Scan Backward|Index Scan Backward|Index Only Scan|Index Scan|Bitmap Index Scan|Bitmap Heap Scan)(?: using (\w+))?/.exec(line)?.slice(1, 3).filter(Boolean).join(' ') ?? []))];
@@ -109,12 +116,6 @@ async function main(): Promise<void> {
   }
 
   // the same scenarios through HTTP: auth, validation pipe, cursor, envelope, JSON
-  const config = loadConfig({ LOG_LEVEL: 'error' }, { pgliteDir: 'memory', jobsEnabled: false });
-  const logger = createLogger(config);
-  const metrics = metricsFor(config);
-  const app = await NestFactory.create(AppModule.forRoot(config, logger, { connection, metrics }), createHttpAdapter(logger, metrics), { ...APP_OPTIONS, logger: false });
-  composeHttpApp(app);
-  await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as { port: number };
   const key = await app.get(ApiKeysService).create({ orgId, label: 'bench', scopes: ['conversations:read'] });
   const get = async (query: string) => {

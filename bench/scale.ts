@@ -301,9 +301,9 @@ async function main(): Promise<void> {
     let generic: ServerSide = { ms: 0, planMs: 0, buffers: 0, rows: 0 };
     let steps = 'walk';
     if (probe) {
-      const first = await explainOne(probe.build(), probe.values, false, false, print ? 'the probe of the newest rows:' : undefined);
+      const first = await explainOne(probe.build(connection.db), probe.values, false, false, print ? 'the probe of the newest rows:' : undefined);
       service = add(service, first);
-      generic = add(generic, namedOnly ? skipped : await explainOne(probe.build(), probe.values, true).catch(() => timedOut));
+      generic = add(generic, namedOnly ? skipped : await explainOne(probe.build(connection.db), probe.values, true).catch(() => timedOut));
       steps = 'probe';
       if (first.rows >= 26) return { service, generic, steps, named: false };
       // the id buckets, newest first (the scope statement before them is two index lookups and one of 5,000 entries)
@@ -311,10 +311,10 @@ async function main(): Promise<void> {
         const [scope] = await repository.bucketScope.execute({ orgId: BIG_ORG, q: filters.q });
         const buckets = repository.qBuckets(BIG_ORG, filters, null, 26, scope);
         if (!buckets) return null;
-        const third = await explainOne(buckets.build(), buckets.values, false, 'buckets', print ? 'the id buckets (bitmap scans only, no parallel workers):' : undefined);
+        const third = await explainOne(buckets.build(connection.db), buckets.values, false, 'buckets', print ? 'the id buckets (bitmap scans only, no parallel workers):' : undefined);
         return {
           service: add(service, third),
-          generic: add(generic, namedOnly ? skipped : await explainOne(buckets.build(), buckets.values, true, 'buckets').catch(() => timedOut)),
+          generic: add(generic, namedOnly ? skipped : await explainOne(buckets.build(connection.db), buckets.values, true, 'buckets').catch(() => timedOut)),
           steps: `${before}+buckets`,
           named: false,
         };
@@ -325,12 +325,12 @@ async function main(): Promise<void> {
         if (byBuckets) return byBuckets;
       }
       const trigram = repository.qTrigram(BIG_ORG, filters, null, 26)!;
-      const second = await explainOne(trigram.build(), trigram.values, false, true, print ? 'the trigram index (bitmap scans only):' : undefined);
+      const second = await explainOne(trigram.build(connection.db), trigram.values, false, true, print ? 'the trigram index (bitmap scans only):' : undefined);
       service = add(service, second);
-      generic = add(generic, namedOnly ? skipped : await explainOne(trigram.build(), trigram.values, true, true).catch(() => timedOut));
+      generic = add(generic, namedOnly ? skipped : await explainOne(trigram.build(connection.db), trigram.values, true, true).catch(() => timedOut));
       steps = 'probe+trigram';
       // the newest row carries how many matches the index returned: below the bound the page is exact
-      const built = trigram.build().toSQL();
+      const built = trigram.build(connection.db).toSQL();
       await explainClient.query('begin; set local enable_seqscan = off; set local enable_indexscan = off; set local enable_indexonlyscan = off; set local jit = off');
       const res = await explainClient.query(built.sql, fillPlaceholders(built.params, trigram.values) as unknown[]).finally(() => explainClient.query('rollback'));
       if (res.rows.length === 0 || Number(res.rows[0].matched) < Q_TRIGRAM_MATCHES) return { service, generic, steps, named: false };
@@ -338,9 +338,9 @@ async function main(): Promise<void> {
       if (byBuckets) return byBuckets;
       steps = 'probe+trigram+walk';
     }
-    const full = await explainOne(plan.build(), plan.values, plan.planStable, false, print ? `the list query (${plan.planStable ? 'generic' : 'custom'} plan):` : undefined);
+    const full = await explainOne(plan.build(connection.db), plan.values, plan.planStable, false, print ? `the list query (${plan.planStable ? 'generic' : 'custom'} plan):` : undefined);
     service = add(service, full);
-    generic = add(generic, namedOnly && !plan.planStable ? skipped : await explainOne(plan.build(), plan.values, true).catch(() => timedOut));
+    generic = add(generic, namedOnly && !plan.planStable ? skipped : await explainOne(plan.build(connection.db), plan.values, true).catch(() => timedOut));
     return { service, generic, steps, named: plan.planStable };
   };
 

@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { ClsModule } from 'nestjs-cls';
 import { AgentsModule } from './agents/agents.module';
 import { AuthModule } from './auth/auth.module';
@@ -16,6 +17,7 @@ import { ApiValidationPipe } from './common/validation';
 import type { AppConfig } from './config/config';
 import type { DatabaseConnection } from './database/connection';
 import { DatabaseModule } from './database/database.module';
+import { DatabaseTransactions } from './database/transactions';
 import { SeedModule } from './seed/seed.module';
 import { AuthenticationGuard } from './guards/authentication.guard';
 import { AuthorizationGuard } from './guards/authorization.guard';
@@ -56,7 +58,8 @@ export class AppModule {
       imports: [
         // the request context (common/request-context.ts): opened by the first request hook
         // (src/http/request-hooks.ts), before anything Nest mounts would run, so no middleware
-        ClsModule.forRoot({ global: true, middleware: { mount: false } }),
+        // and the open transaction (`TransactionHost.tx`), begun by our adapter (src/database/transactions.ts)
+        ClsModule.forRoot({ global: true, middleware: { mount: false }, plugins: [new ClsPluginTransactional({ adapter: new DatabaseTransactions() })] }),
         CoreModule.forRoot(config, logger),
         MetricsModule.forRoot(options.metrics),
         DatabaseModule.forRoot(options.connection),

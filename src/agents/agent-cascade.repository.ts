@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { and, eq, sql } from 'drizzle-orm';
-import { DATABASE, type Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { chatbots, triggers } from '../database/schema';
 
 /** Why a trigger or chatbot was switched off by its agent; reactivation restores only these rows. */
@@ -24,7 +25,7 @@ export interface CascadeResult {
  */
 @Injectable()
 export class AgentCascadeRepository {
-  constructor(@Inject(DATABASE) private readonly db: Database) {}
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {}
 
   /**
    * active → inactive: switch off the triggers and chatbots that are on, and
@@ -33,7 +34,7 @@ export class AgentCascadeRepository {
    * so reactivation will leave them off.
    */
   async pauseForAgentDeactivation(orgId: string, agentId: string, now: Date): Promise<CascadeResult> {
-    const pausedTriggers = await this.db
+    const pausedTriggers = await this.txHost.tx
       .update(triggers)
       .set({
         isActive: false,
@@ -44,7 +45,7 @@ export class AgentCascadeRepository {
       })
       .where(and(eq(triggers.orgId, orgId), eq(triggers.agentId, agentId), eq(triggers.isActive, true)))
       .returning({ id: triggers.id });
-    const pausedChatbots = await this.db
+    const pausedChatbots = await this.txHost.tx
       .update(chatbots)
       .set({ isActive: false, deactivatedReason: CASCADE_REASON.agentDeactivated, deactivatedAt: now, updatedAt: now })
       .where(and(eq(chatbots.orgId, orgId), eq(chatbots.agentId, agentId), eq(chatbots.isActive, true)))
@@ -54,7 +55,7 @@ export class AgentCascadeRepository {
 
   /** inactive → active: restores exactly the rows the deactivation cascade switched off. */
   async resumeAfterAgentActivation(orgId: string, agentId: string, now: Date): Promise<CascadeResult> {
-    const resumedTriggers = await this.db
+    const resumedTriggers = await this.txHost.tx
       .update(triggers)
       .set({
         isActive: true,
@@ -67,7 +68,7 @@ export class AgentCascadeRepository {
         and(eq(triggers.orgId, orgId), eq(triggers.agentId, agentId), eq(triggers.deactivatedReason, CASCADE_REASON.agentDeactivated)),
       )
       .returning({ id: triggers.id });
-    const resumedChatbots = await this.db
+    const resumedChatbots = await this.txHost.tx
       .update(chatbots)
       .set({ isActive: true, deactivatedReason: null, deactivatedAt: null, updatedAt: now })
       .where(
@@ -85,7 +86,7 @@ export class AgentCascadeRepository {
    */
   async tearDownForAgentDeletion(orgId: string, agentId: string, now: Date): Promise<CascadeResult> {
     const hasLiveWebhook = sql`(${triggers.webhookStatus} is not null and ${triggers.webhookStatus} <> ${WEBHOOK_STATUS.tornDown})`;
-    const touchedTriggers = await this.db
+    const touchedTriggers = await this.txHost.tx
       .update(triggers)
       .set({
         isActive: false,
@@ -97,7 +98,7 @@ export class AgentCascadeRepository {
       })
       .where(and(eq(triggers.orgId, orgId), eq(triggers.agentId, agentId), sql`(${triggers.isActive} or ${hasLiveWebhook})`))
       .returning({ id: triggers.id });
-    const pausedChatbots = await this.db
+    const pausedChatbots = await this.txHost.tx
       .update(chatbots)
       .set({ isActive: false, deactivatedReason: CASCADE_REASON.agentDeleted, deactivatedAt: now, updatedAt: now })
       .where(and(eq(chatbots.orgId, orgId), eq(chatbots.agentId, agentId), eq(chatbots.isActive, true)))

@@ -1,6 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { DATABASE, type Database } from '../database/database.types';
+import type { Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { agents, connectors, documents, sources } from '../database/schema';
 
 export interface ConnectorRef {
@@ -25,11 +27,11 @@ export interface DocumentRef {
  */
 @Injectable()
 export class AgentReferencesRepository {
-  constructor(@Inject(DATABASE) private readonly db: Database) {}
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {}
 
   async connectors(orgId: string, ids: string[]): Promise<ConnectorRef[]> {
     if (ids.length === 0) return [];
-    return this.db
+    return this.txHost.tx
       .select({ id: connectors.id, name: connectors.name, status: connectors.status })
       .from(connectors)
       .where(and(eq(connectors.orgId, orgId), inArray(connectors.id, ids)));
@@ -38,7 +40,7 @@ export class AgentReferencesRepository {
   /** Soft-deleted agents are returned too (with `deletedAt`), so the caller can tell kept references from new ones. */
   async agents(orgId: string, ids: string[]): Promise<AgentRef[]> {
     if (ids.length === 0) return [];
-    return this.db
+    return this.txHost.tx
       .select({ id: agents.id, deletedAt: agents.deletedAt })
       .from(agents)
       .where(and(eq(agents.orgId, orgId), inArray(agents.id, ids)));
@@ -46,7 +48,7 @@ export class AgentReferencesRepository {
 
   async sources(orgId: string, ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];
-    const rows = await this.db
+    const rows = await this.txHost.tx
       .select({ id: sources.id })
       .from(sources)
       .where(and(eq(sources.orgId, orgId), inArray(sources.id, ids)));
@@ -55,7 +57,7 @@ export class AgentReferencesRepository {
 
   async documents(orgId: string, ids: string[]): Promise<DocumentRef[]> {
     if (ids.length === 0) return [];
-    return this.db
+    return this.txHost.tx
       .select({ id: documents.id, sourceId: documents.sourceId })
       .from(documents)
       .where(and(eq(documents.orgId, orgId), inArray(documents.id, ids)));

@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { and, asc, inArray, isNotNull, lt, not, sql } from 'drizzle-orm';
-import { DATABASE, type Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { agents, chatbots, triggers } from '../database/schema';
 import { executeRows } from '../database/execute-rows';
 
@@ -22,17 +23,17 @@ const orgIdsOf = (agents: ExpiredAgent[]) => [...new Set(agents.map((agent) => a
  */
 @Injectable()
 export class AgentsTrashRepository {
-  constructor(@Inject(DATABASE) private readonly db: Database) {}
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {}
 
   /** Transaction-scoped advisory lock: released at commit/rollback, so a crashed purger never holds it. */
   async tryLockPurge(): Promise<boolean> {
-    const rows = await executeRows<{ locked: boolean }>(this.db, sql`select pg_try_advisory_xact_lock(${TRASH_PURGE_LOCK_KEY}) as locked`);
+    const rows = await executeRows<{ locked: boolean }>(this.txHost.tx, sql`select pg_try_advisory_xact_lock(${TRASH_PURGE_LOCK_KEY}) as locked`);
     return rows[0]?.locked === true;
   }
 
   /** Oldest trash first; `skip locked` so a row another transaction holds is left for the next run. */
   selectExpired(deletedBefore: Date, limit: number): Promise<ExpiredAgent[]> {
-    return this.db
+    return this.txHost.tx
       .select({ id: agents.id, orgId: agents.orgId })
       .from(agents)
       .where(and(isNotNull(agents.deletedAt), lt(agents.deletedAt, deletedBefore)))
@@ -45,7 +46,7 @@ export class AgentsTrashRepository {
   async removeFromSubAgents(expired: ExpiredAgent[], now: Date): Promise<number> {
     const ids = idsOf(expired);
     const purged = sql`${sql.param(ids)}::text[]`;
-    const updated = await this.db
+    const updated = await this.txHost.tx
       .update(agents)
       .set({
         subAgents: sql`array(select s from unnest(${agents.subAgents}) with ordinality as u(s, n) where not (s = any(${purged})) order by n)`,
@@ -58,7 +59,7 @@ export class AgentsTrashRepository {
 
   /** `org_id` too, so the (org_id, agent_id) index serves the lookup. */
   async deleteTriggersOf(purged: ExpiredAgent[]): Promise<number> {
-    const deleted = await this.db
+    const deleted = await this.txHost.tx
       .delete(triggers)
       .where(and(inArray(triggers.orgId, orgIdsOf(purged)), inArray(triggers.agentId, idsOf(purged))))
       .returning({ id: triggers.id });
@@ -66,7 +67,7 @@ export class AgentsTrashRepository {
   }
 
   async deleteChatbotsOf(purged: ExpiredAgent[]): Promise<number> {
-    const deleted = await this.db
+    const deleted = await this.txHost.tx
       .delete(chatbots)
       .where(and(inArray(chatbots.orgId, orgIdsOf(purged)), inArray(chatbots.agentId, idsOf(purged))))
       .returning({ id: chatbots.id });
@@ -75,7 +76,7 @@ export class AgentsTrashRepository {
 
   async deleteAgents(expired: ExpiredAgent[]): Promise<number> {
     const ids = idsOf(expired);
-    const deleted = await this.db
+    const deleted = await this.txHost.tx
       .delete(agents)
       .where(and(inArray(agents.id, ids), isNotNull(agents.deletedAt)))
       .returning({ id: agents.id });

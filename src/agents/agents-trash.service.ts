@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LOGGER, type AppLogger } from '../common/logger';
 import { pauseAfter } from '../common/scheduled-jobs';
-import { DatabaseConnection } from '../database/connection';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { AgentsTrashRepository } from './agents-trash.repository';
 import { trashWindowStart } from './agents.rules';
 
@@ -37,7 +38,7 @@ export interface TrashPurgeResult {
 @Injectable()
 export class AgentsTrashService {
   constructor(
-    private readonly connection: DatabaseConnection,
+    private readonly txHost: TransactionHost<DatabaseTransactions>,
     private readonly repository: AgentsTrashRepository,
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
@@ -56,7 +57,7 @@ export class AgentsTrashService {
     };
     for (;;) {
       const batchStarted = performance.now();
-      const batch = await this.connection.transaction(async () => {
+      const batch = await this.txHost.withTransaction(async () => {
         if (!(await this.repository.tryLockPurge())) return null;
         const expired = await this.repository.selectExpired(deletedBefore, batchSize);
         if (expired.length === 0) return { agents: 0, triggers: 0, chatbots: 0, agentsUpdated: 0, selected: 0 };

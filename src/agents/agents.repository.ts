@@ -1,7 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { and, count, eq, isNull } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
-import { DATABASE, type Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
 import { agents } from '../database/schema';
@@ -15,8 +16,8 @@ export type AgentChanges = Partial<Omit<NewAgentRow, 'id' | 'orgId' | 'createdAt
 export class AgentsRepository {
   private readonly live;
 
-  constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.live = orgScopedReads(db, agents, { statementPrefix: 'agents_live', where: isNull(agents.deletedAt) });
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {
+    this.live = orgScopedReads(txHost, agents, { statementPrefix: 'agents_live', where: isNull(agents.deletedAt) });
   }
 
   findLive(orgId: string, id: string): Promise<AgentRow | null> {
@@ -30,7 +31,7 @@ export class AgentsRepository {
 
   /** Locks a live agent for the rest of the transaction, so concurrent PATCH/DELETE of it run one after the other. */
   async lockLive(orgId: string, id: string): Promise<AgentRow | null> {
-    const [row] = await this.db
+    const [row] = await this.txHost.tx
       .select()
       .from(agents)
       .where(and(eq(agents.orgId, orgId), eq(agents.id, id), isNull(agents.deletedAt)))
@@ -39,7 +40,7 @@ export class AgentsRepository {
   }
 
   async countLive(orgId: string): Promise<number> {
-    const [row] = await this.db
+    const [row] = await this.txHost.tx
       .select({ n: count() })
       .from(agents)
       .where(and(eq(agents.orgId, orgId), isNull(agents.deletedAt)));
@@ -48,7 +49,7 @@ export class AgentsRepository {
 
   /** Like every query, it runs in the open transaction, if any. */
   async insert(orgId: string, row: NewAgentRow): Promise<AgentRow> {
-    const [created] = await this.db
+    const [created] = await this.txHost.tx
       .insert(agents)
       .values({ ...row, orgId })
       .returning();
@@ -57,7 +58,7 @@ export class AgentsRepository {
 
   /** The live agent's new state, or undefined when it is gone; like every query, it runs in the open transaction. */
   async update(orgId: string, id: string, changes: AgentChanges): Promise<AgentRow | undefined> {
-    const [updated] = await this.db
+    const [updated] = await this.txHost.tx
       .update(agents)
       .set(changes)
       .where(and(eq(agents.orgId, orgId), eq(agents.id, id), isNull(agents.deletedAt)))
@@ -66,7 +67,7 @@ export class AgentsRepository {
   }
 
   async softDelete(orgId: string, id: string, now: Date): Promise<void> {
-    await this.db
+    await this.txHost.tx
       .update(agents)
       .set({ deletedAt: now, updatedAt: now })
       .where(and(eq(agents.orgId, orgId), eq(agents.id, id), isNull(agents.deletedAt)));
@@ -78,6 +79,6 @@ export class AgentsRepository {
    * different column sets, which one multi-row statement would not keep apart.
    */
   upsertMany(orgId: string, rows: NewAgentRow[]): Promise<string[]> {
-    return upsertOrgRowsOneByOne(this.db, agents, orgId, rows);
+    return upsertOrgRowsOneByOne(this.txHost.tx, agents, orgId, rows);
   }
 }

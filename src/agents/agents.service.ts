@@ -5,7 +5,8 @@ import { uniqueViolationConstraint } from '../database/database-errors';
 import type { Page } from '../common/envelope';
 import { LOGGER, type AppLogger } from '../common/logger';
 import { Paginator, type PaginationQuery } from '../common/pagination';
-import { DatabaseConnection } from '../database/connection';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { AgentCascadeRepository } from './agent-cascade.repository';
 import { AgentReferencesRepository } from './agent-references.repository';
 import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
@@ -36,7 +37,7 @@ const HANDLE_UNIQUE_CONSTRAINT = 'agents_org_handle_unique';
 @Injectable()
 export class AgentsService implements LockedRepresentation {
   constructor(
-    private readonly connection: DatabaseConnection,
+    private readonly txHost: TransactionHost<DatabaseTransactions>,
     private readonly repository: AgentsRepository,
     private readonly orgs: OrgsRepository,
     private readonly references: AgentReferencesRepository,
@@ -85,7 +86,7 @@ export class AgentsService implements LockedRepresentation {
     const { value: newRow, refs } = accepted(built);
     const tools = refs.tools ?? [];
     const row = await this.withHandleConflict(() =>
-      this.connection.transaction(async () => {
+      this.txHost.withTransaction(async () => {
         // the org row lock queues concurrent creates of one organization, so the cap holds
         const limits = await this.orgs.lockLimits(orgId);
         await checkCountCap('agents', limits?.agents, () => this.repository.countLive(orgId), 'live agents');
@@ -115,7 +116,7 @@ export class AgentsService implements LockedRepresentation {
     }
 
     const row = await this.withHandleConflict(() =>
-      this.connection.transaction(async () => {
+      this.txHost.withTransaction(async () => {
         // locked until commit: concurrent PATCH/DELETE of this agent (and their cascades) run one after the other
         const current = await this.repository.lockLive(orgId, id);
         if (!current) throw ApiError.notFound('Agent', ErrorCode.AgentNotFound);
@@ -156,7 +157,7 @@ export class AgentsService implements LockedRepresentation {
 
   async deleteAgent(orgId: string, rawId: string): Promise<DeleteAcknowledgementDto> {
     const id = this.agentId(rawId);
-    await this.connection.transaction(async () => {
+    await this.txHost.withTransaction(async () => {
       const current = await this.repository.lockLive(orgId, id);
       if (!current) throw ApiError.notFound('Agent', ErrorCode.AgentNotFound);
       const now = new Date();

@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { sql, type SQL } from 'drizzle-orm';
-import { DATABASE, type Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { executeRows } from '../database/execute-rows';
 
 export interface AnalyticsTotalsRow {
@@ -58,7 +59,7 @@ function windowParts(since: Date, until: Date): WindowParts {
  */
 @Injectable()
 export class AnalyticsRepository {
-  constructor(@Inject(DATABASE) private readonly db: Database) {}
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {}
 
   /** The agent's conversations in the window's partial days (created_at index ranges; none inside the whole days). */
   private edgeRows(orgId: string, agentId: string, parts: WindowParts): SQL {
@@ -97,7 +98,7 @@ export class AnalyticsRepository {
     const { since, until } = window;
     const parts = windowParts(since, until);
     const whole = (column: SQL) => this.wholeDays(parts, column);
-    const [row] = await executeRows<Raw>(this.db, sql`
+    const [row] = await executeRows<Raw>(this.txHost.tx, sql`
       with edge as (${this.edgeRows(orgId, agentId, parts)}),
       sums as (
         select count(*) as conversations, sum(message_count) as messages, sum(credits_used) as credits_used,

@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
-import { DATABASE, type Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { apiKeys, orgs } from '../database/schema';
 import { prepareNamed } from '../database/prepared-statements';
 
@@ -23,10 +24,8 @@ export class ApiKeysRepository {
   /** hot path: prepared once, one round trip per uncached key */
   private readonly byPrefix;
 
-  constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byPrefix = prepareNamed(
-      db,
-      'api_keys_by_prefix',
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {
+    this.byPrefix = prepareNamed(txHost, 'api_keys_by_prefix', (db) =>
       db
         .select({
           id: apiKeys.id,
@@ -51,7 +50,7 @@ export class ApiKeysRepository {
 
   /** False when the id is a key of another organization (left untouched). */
   async upsert(row: NewApiKeyRow): Promise<boolean> {
-    const written = await this.db
+    const written = await this.txHost.tx
       .insert(apiKeys)
       .values(row)
       .onConflictDoUpdate({
@@ -72,17 +71,17 @@ export class ApiKeysRepository {
   }
 
   listByOrg(orgId: string): Promise<ApiKeyRow[]> {
-    return this.db.select().from(apiKeys).where(eq(apiKeys.orgId, orgId)).orderBy(desc(apiKeys.id));
+    return this.txHost.tx.select().from(apiKeys).where(eq(apiKeys.orgId, orgId)).orderBy(desc(apiKeys.id));
   }
 
   async revoke(keyId: string, at: Date): Promise<ApiKeyRow | null> {
-    const [row] = await this.db
+    const [row] = await this.txHost.tx
       .update(apiKeys)
       .set({ revokedAt: at })
       .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
       .returning();
     if (row) return row;
-    const [existing] = await this.db.select().from(apiKeys).where(eq(apiKeys.id, keyId));
+    const [existing] = await this.txHost.tx.select().from(apiKeys).where(eq(apiKeys.id, keyId));
     return existing ?? null;
   }
 
@@ -91,7 +90,7 @@ export class ApiKeysRepository {
     if (entries.length === 0) return;
     const ids = entries.map(([id]) => id);
     const times = entries.map(([, at]) => at.toISOString());
-    await this.db.execute(sql`
+    await this.txHost.tx.execute(sql`
       update ${apiKeys} set last_used_at = v.at
       from (select unnest(${sql.param(ids)}::text[]) as id, unnest(${sql.param(times)}::timestamptz[]) as at) as v
       where ${apiKeys.id} = v.id and (${apiKeys.lastUsedAt} is null or ${apiKeys.lastUsedAt} < v.at)`);

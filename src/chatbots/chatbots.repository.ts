@@ -1,7 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { getTableColumns } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
-import { DATABASE, type Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { chatbots } from '../database/schema';
@@ -14,8 +15,8 @@ const { orgId: _orgId, deactivatedReason: _reason, deactivatedAt: _at, ...viewCo
 export class ChatbotsRepository {
   private readonly reads;
 
-  constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.reads = orgScopedReads(db, chatbots, { statementPrefix: 'chatbots', columns: viewColumns });
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {
+    this.reads = orgScopedReads(txHost, chatbots, { statementPrefix: 'chatbots', columns: viewColumns });
   }
 
   findById(orgId: string, id: string): Promise<ChatbotViewRow | null> {
@@ -28,6 +29,6 @@ export class ChatbotsRepository {
 
   /** Upsert by id, scoped to the org; returns the ids written. */
   upsertMany(orgId: string, rows: NewChatbotRow[]): Promise<string[]> {
-    return upsertOrgRows(this.db, chatbots, orgId, rows, ['publicId', 'name', 'agentId', 'isActive', 'allowWriteTools', 'allowedDomains', 'theme', 'welcomeMessage', 'deactivatedReason', 'deactivatedAt', 'createdAt', 'updatedAt']);
+    return upsertOrgRows(this.txHost.tx, chatbots, orgId, rows, ['publicId', 'name', 'agentId', 'isActive', 'allowWriteTools', 'allowedDomains', 'theme', 'welcomeMessage', 'deactivatedReason', 'deactivatedAt', 'createdAt', 'updatedAt']);
   }
 }

@@ -4,7 +4,8 @@ import { from, lastValueFrom, type Observable } from 'rxjs';
 import { entityTagOf, ifMatchHolds } from '../../libs/entity-tags/entity-tags';
 import { ApiError, ErrorCode } from '../common/api-error';
 import { requestContext, type HttpRequest } from '../common/request-context';
-import { DatabaseConnection } from '../database/connection';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { CURRENT_REPRESENTATION, type LockedRepresentation } from './conditional.decorators';
 
 const CONDITIONAL_METHODS: ReadonlySet<string> = new Set(['PATCH', 'DELETE']);
@@ -25,7 +26,7 @@ export class PreconditionInterceptor implements NestInterceptor {
   constructor(
     private readonly reflector: Reflector,
     private readonly moduleRef: ModuleRef,
-    private readonly connection: DatabaseConnection,
+    private readonly txHost: TransactionHost<DatabaseTransactions>,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -38,7 +39,7 @@ export class PreconditionInterceptor implements NestInterceptor {
     const orgId = auth.orgId;
     const id = request.params?.id ?? '';
     return from(
-      this.connection.transaction(async () => {
+      this.txHost.withTransaction(async () => {
         const current = await source.lockedRepresentation(orgId, id);
         // no such resource: the route's own answer (404) says so, as without the header
         if (current !== null && !ifMatchHolds(ifMatch, entityTagOf(current))) throw preconditionFailed();

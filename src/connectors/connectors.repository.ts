@@ -1,7 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { getTableColumns } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
-import { DATABASE, type Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { orgScopedById, orgScopedPages } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { connectors } from '../database/schema';
@@ -16,9 +17,9 @@ export class ConnectorsRepository {
   private readonly detail;
   private readonly summaries;
 
-  constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.detail = orgScopedById(db, connectors, { statementPrefix: 'connectors' });
-    this.summaries = orgScopedPages(db, connectors, { statementPrefix: 'connectors', columns: summaryColumns });
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {
+    this.detail = orgScopedById(txHost, connectors, { statementPrefix: 'connectors' });
+    this.summaries = orgScopedPages(txHost, connectors, { statementPrefix: 'connectors', columns: summaryColumns });
   }
 
   findById(orgId: string, id: string): Promise<ConnectorRow | null> {
@@ -32,6 +33,6 @@ export class ConnectorsRepository {
 
   /** Upsert by id, scoped to the org; returns the ids written (an id of another org is not touched). */
   upsertMany(orgId: string, rows: NewConnectorRow[]): Promise<string[]> {
-    return upsertOrgRows(this.db, connectors, orgId, rows, ['type', 'name', 'status', 'statusReason', 'isActive', 'tools', 'createdAt', 'updatedAt']);
+    return upsertOrgRows(this.txHost.tx, connectors, orgId, rows, ['type', 'name', 'status', 'statusReason', 'isActive', 'tools', 'createdAt', 'updatedAt']);
   }
 }

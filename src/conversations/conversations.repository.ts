@@ -1,9 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { smallestIdAt } from '../../libs/ids/ids';
 import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, lt, lte, ne, or, sql, type SQL } from 'drizzle-orm';
-import { DatabaseConnection } from '../database/connection';
-import { DATABASE, type Database } from '../database/database.types';
+import type { Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { orgScopedById } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { conversations, messages } from '../database/schema';
@@ -212,6 +213,11 @@ interface ListQuery extends ListStatement {
   prepare(name: string): ListStatement;
 }
 
+/** The summary columns of conversations: the select every list query is made of. */
+function selectSummaries(db: Database) {
+  return db.select(summaryColumns).from(conversations);
+}
+
 @Injectable()
 export class ConversationsRepository {
   private readonly byId;
@@ -225,26 +231,21 @@ export class ConversationsRepository {
   private readonly namedShapes = new Set<string>();
 
   constructor(
-    @Inject(DATABASE) private readonly db: Database,
-    private readonly connection: DatabaseConnection,
+    private readonly txHost: TransactionHost<DatabaseTransactions>,
   ) {
-    this.byId = orgScopedById(db, conversations, { statementPrefix: 'conversation_detail', columns: summaryColumns });
-    this.byIdWithPayload = orgScopedById(db, conversations, {
+    this.byId = orgScopedById(txHost, conversations, { statementPrefix: 'conversation_detail', columns: summaryColumns });
+    this.byIdWithPayload = orgScopedById(txHost, conversations, {
       statementPrefix: 'conversation_detail_with_payload',
       columns: { ...summaryColumns, triggerPayload: conversations.triggerPayload },
     });
-    this.messagesOf = prepareNamed(
-      db,
-      'conversation_detail_thread',
+    this.messagesOf = prepareNamed(txHost, 'conversation_detail_thread', (db) =>
       db
         .select(messageColumns)
         .from(messages)
         .where(and(eq(messages.orgId, sql.placeholder('orgId')), eq(messages.conversationId, sql.placeholder('conversationId'))))
         .orderBy(asc(messages.id)),
     );
-    this.bucketScope = prepareNamed(
-      db,
-      'conversation_list_q_bucket_scope',
+    this.bucketScope = prepareNamed(txHost, 'conversation_list_q_bucket_scope', (db) =>
       db
         .select({
           newest: sql<string | null>`max(${conversations.id})`,
@@ -275,14 +276,14 @@ export class ConversationsRepository {
   async pageMessages(orgId: string, conversationId: string, afterId: string | null, fetch: number): Promise<MessageViewRow[] | null> {
     // the page alone, read in order from (org_id, conversation_id, id): a lateral subquery with its own
     // limit, so a long thread is never joined and sorted whole after the cursor
-    const page = this.db
+    const page = this.txHost.tx
       .select(messageColumns)
       .from(messages)
       .where(and(eq(messages.orgId, conversations.orgId), eq(messages.conversationId, conversations.id), afterId === null ? undefined : gt(messages.id, afterId)))
       .orderBy(asc(messages.id))
       .limit(fetch)
       .as('page');
-    const rows = await this.db
+    const rows = await this.txHost.tx
       .select({
         conversationId: conversations.id,
         message: {
@@ -325,8 +326,8 @@ export class ConversationsRepository {
       }
       const trigram = this.qTrigram(orgId, filters, afterId, fetch)!;
       const statement = this.listStatement(`q-trigram:${trigram.shape}`, false, trigram.build);
-      const matched = (await this.connection.transaction(async () => {
-        await this.db.execute(BITMAP_SCANS_ONLY);
+      const matched = (await this.txHost.withTransaction(async () => {
+        await this.txHost.tx.execute(BITMAP_SCANS_ONLY);
         return statement.execute(trigram.values);
       })) as Array<ConversationSummaryRow & { matched?: number }>;
       if (matched.length === 0 || Number(matched[0].matched) < Q_TRIGRAM_MATCHES) return matched.map(({ matched: _count, ...row }) => row);
@@ -342,14 +343,14 @@ export class ConversationsRepository {
    * every value (PostgreSQL may plan it once), else unnamed, planned with each
    * execution's values. Past the bounds, shapes are built per request.
    */
-  private listStatement(shape: string, planStable: boolean, build: () => ListQuery): ListStatement {
+  private listStatement(shape: string, planStable: boolean, build: (db: Database) => ListQuery): ListStatement {
     const kept = this.listStatements.get(shape);
     if (kept) return kept;
     const named = planStable && this.namedShapes.size < MAX_PREPARED_SHAPES;
-    if (this.listStatements.size >= MAX_LIST_STATEMENTS) return build();
+    if (this.listStatements.size >= MAX_LIST_STATEMENTS) return build(this.txHost.tx);
     const statement = named
-      ? prepareNamed(this.db, `conversation_list_${createHash('sha256').update(shape).digest('hex').slice(0, 16)}`, build())
-      : prepareUnnamed(build());
+      ? prepareNamed(this.txHost, `conversation_list_${createHash('sha256').update(shape).digest('hex').slice(0, 16)}`, build)
+      : prepareUnnamed(this.txHost, build);
     if (named) this.namedShapes.add(shape);
     this.listStatements.set(shape, statement);
     return statement;
@@ -383,9 +384,9 @@ export class ConversationsRepository {
       probeFetch: fetch,
       q: likeContains(q),
     };
-    const build = () => {
-      const recent = (inner.build() as unknown as ReturnType<typeof this.selectSummaries>).as('recent');
-      return this.db
+    const build = (db: Database) => {
+      const recent = (inner.build(db) as unknown as ReturnType<typeof selectSummaries>).as('recent');
+      return db
         .select()
         .from(recent)
         .where(
@@ -416,17 +417,17 @@ export class ConversationsRepository {
     if (filters.q === undefined || filters.createdBefore || filters.lastMessageBefore) return null;
     const inner = this.listQuery(orgId, filters, afterId, fetch);
     const values = { ...inner.values, matchBound: Q_TRIGRAM_MATCHES };
-    const build = () => {
+    const build = (db: Database) => {
       const c = conversations;
       const where = and(eq(c.orgId, sql.placeholder('orgId')), ...listTerms(orgId, filters, afterId).map((term) => term.condition()));
-      const all = this.db.select({ id: c.id }).from(c).where(where).limit(sql.placeholder('matchBound')).as('matches');
-      const newest = this.db
+      const all = db.select({ id: c.id }).from(c).where(where).limit(sql.placeholder('matchBound')).as('matches');
+      const newest = db
         .select({ id: all.id, matched: sql<number>`count(*) over ()`.as('matched') })
         .from(all)
         .orderBy(desc(all.id))
         .limit(sql.placeholder('fetch'))
         .as('newest');
-      return this.db
+      return db
         .select({ ...summaryColumns, matched: newest.matched })
         .from(c)
         .innerJoin(newest, and(eq(c.orgId, sql.placeholder('orgId')), eq(c.id, newest.id)))
@@ -443,7 +444,7 @@ export class ConversationsRepository {
    */
   async frequentTerm(q: string): Promise<boolean> {
     const [row] = await executeRows<{ share: number | null }>(
-      this.db,
+      this.txHost.tx,
       sql`select coalesce((select sum(f) from unnest(most_common_vals::text::text[], most_common_freqs) m(v, f) where v ilike ${likeContains(q)}), 0)
           + (1 - coalesce((select sum(f) from unnest(most_common_freqs) f), 0))
             * coalesce((select avg((h ilike ${likeContains(q)})::int) from unnest(histogram_bounds::text::text[]) h), 0) as share
@@ -459,8 +460,8 @@ export class ConversationsRepository {
     const buckets = this.qBuckets(orgId, filters, afterId, fetch, scope);
     if (!buckets) return null;
     const statement = this.listStatement(`q-buckets:${buckets.shape}`, false, buckets.build);
-    return this.connection.transaction(async () => {
-      await this.db.execute(BUCKET_SCANS);
+    return this.txHost.withTransaction(async () => {
+      await this.txHost.tx.execute(BUCKET_SCANS);
       return statement.execute(buckets.values);
     });
   }
@@ -491,7 +492,7 @@ export class ConversationsRepository {
     for (const term of terms) Object.assign(values, term.values);
     const orgKey = sparseOrganization(scope);
     const shape = [...terms.map((term) => term.shape), orgKey ? 'org-key' : 'no-org-key'].join(',');
-    const build = () => {
+    const build = (db: Database) => {
       const c = conversations;
       const bucketOrg = orgKey ? sql` || (lpad(to_hex(b.n), 4, '0') || ${placeholder('orgId')})` : sql``;
       // the candidates of one bucket from its keys alone: OFFSET 0 keeps the filters and the ILIKE out of
@@ -506,17 +507,13 @@ export class ConversationsRepository {
           where ${and(eq(c.orgId, placeholder('orgId')), ...terms.map((term) => term.condition()))}
           order by ${c.id} desc limit ${placeholder('fetch')}
         ) m limit ${placeholder('fetch')}`;
-      return this.db
+      return db
         .select(summaryColumns)
         .from(c)
         .where(and(eq(c.orgId, placeholder('orgId')), sql`${c.id} = any(array(${page}))`))
         .orderBy(desc(c.id)) as unknown as ListQuery;
     };
     return { shape, values, build };
-  }
-
-  private selectSummaries() {
-    return this.db.select(summaryColumns).from(conversations);
   }
 
   /** The filter shapes that are named prepared statements now (for tests and diagnostics). */
@@ -545,12 +542,10 @@ export class ConversationsRepository {
     if (split) values.boundId = smallestIdAt('conversation', Math.max(0, seconds));
     const shape = [...terms.map((term) => term.shape), split?.shape ?? 'unsplit'].join(',');
 
-    const build = () => {
+    const build = (db: Database) => {
       const where = [eq(c.orgId, sql.placeholder('orgId')), ...terms.map((term) => term.condition())];
       const select = (conditions: SQL[]) =>
-        this.db
-          .select(summaryColumns)
-          .from(c)
+        selectSummaries(db)
           .where(and(...conditions))
           .orderBy(desc(c.id))
           .limit(sql.placeholder('fetch'));
@@ -582,15 +577,15 @@ export class ConversationsRepository {
     if (rows.length === 0) return [];
     const written: string[] = [];
     for (let start = 0; start < rows.length; start += 500) {
-      written.push(...(await upsertOrgRows(this.db, conversations, orgId, rows.slice(start, start + 500), FIXTURE_COLUMNS)));
+      written.push(...(await upsertOrgRows(this.txHost.tx, conversations, orgId, rows.slice(start, start + 500), FIXTURE_COLUMNS)));
     }
     const ids = [...threads.keys()].filter((id) => written.includes(id));
     for (let start = 0; start < ids.length; start += 500) {
-      await this.db.delete(messages).where(and(eq(messages.orgId, orgId), inArray(messages.conversationId, ids.slice(start, start + 500))));
+      await this.txHost.tx.delete(messages).where(and(eq(messages.orgId, orgId), inArray(messages.conversationId, ids.slice(start, start + 500))));
     }
     const all = ids.flatMap((id) => threads.get(id) ?? []).map((row) => ({ ...row, orgId }));
     for (let start = 0; start < all.length; start += 500) {
-      await this.db
+      await this.txHost.tx
         .insert(messages)
         .values(all.slice(start, start + 500))
         .onConflictDoNothing({ target: messages.id });

@@ -1,7 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { and, count, eq, sql } from 'drizzle-orm';
 import type { PageRequest } from '../common/pagination';
-import { DATABASE, type Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { lockOrgRow } from '../database/org-scoped-lock';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRow } from '../database/org-scoped-upsert';
@@ -16,8 +17,8 @@ export type CustomToolChanges = Partial<Omit<NewCustomToolRow, 'id' | 'orgId' | 
 export class CustomToolsRepository {
   private readonly reads;
 
-  constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.reads = orgScopedReads(db, customTools, { statementPrefix: 'custom_tools' });
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {
+    this.reads = orgScopedReads(txHost, customTools, { statementPrefix: 'custom_tools' });
   }
 
   findById(orgId: string, id: string): Promise<CustomToolRow | null> {
@@ -31,17 +32,17 @@ export class CustomToolsRepository {
   /** Row-locks the tool for a read-modify-write (concurrent PATCHes apply one after the other). */
   /** Row-locks the tool for a read-modify-write (concurrent PATCHes apply one after the other). */
   findForUpdate(orgId: string, id: string): Promise<CustomToolRow | null> {
-    return lockOrgRow(this.db, customTools, orgId, id);
+    return lockOrgRow(this.txHost.tx, customTools, orgId, id);
   }
 
   async countByOrg(orgId: string): Promise<number> {
-    const [row] = await this.db.select({ n: count() }).from(customTools).where(eq(customTools.orgId, orgId));
+    const [row] = await this.txHost.tx.select({ n: count() }).from(customTools).where(eq(customTools.orgId, orgId));
     return Number(row?.n ?? 0);
   }
 
   /** Names of the organization equal to `base` or `base_<n>` (base is [a-z0-9_] only, safe in a regex). */
   async namesWithBase(orgId: string, base: string): Promise<string[]> {
-    const rows = await this.db
+    const rows = await this.txHost.tx
       .select({ name: customTools.name })
       .from(customTools)
       .where(and(eq(customTools.orgId, orgId), sql`${customTools.name} ~ ${`^${base}(_[0-9]+)?$`}`));
@@ -49,7 +50,7 @@ export class CustomToolsRepository {
   }
 
   async findIdByName(orgId: string, name: string): Promise<string | null> {
-    const [row] = await this.db
+    const [row] = await this.txHost.tx
       .select({ id: customTools.id })
       .from(customTools)
       .where(and(eq(customTools.orgId, orgId), eq(customTools.name, name)));
@@ -57,12 +58,12 @@ export class CustomToolsRepository {
   }
 
   async insert(row: NewCustomToolRow): Promise<CustomToolRow> {
-    const [created] = await this.db.insert(customTools).values(row).returning();
+    const [created] = await this.txHost.tx.insert(customTools).values(row).returning();
     return created;
   }
 
   async update(orgId: string, id: string, changes: CustomToolChanges): Promise<CustomToolRow | null> {
-    const [row] = await this.db
+    const [row] = await this.txHost.tx
       .update(customTools)
       .set({ ...changes, updatedAt: new Date() })
       .where(and(eq(customTools.orgId, orgId), eq(customTools.id, id)))
@@ -72,7 +73,7 @@ export class CustomToolsRepository {
 
   /** Hard delete; returns the deleted tool's name, or null when there was none. */
   async deleteReturningName(orgId: string, id: string): Promise<string | null> {
-    const [row] = await this.db
+    const [row] = await this.txHost.tx
       .delete(customTools)
       .where(and(eq(customTools.orgId, orgId), eq(customTools.id, id)))
       .returning({ name: customTools.name });
@@ -85,7 +86,7 @@ export class CustomToolsRepository {
    * how many agents changed.
    */
   removeToolFromAgents(orgId: string, name: string): Promise<number> {
-    return removeFromAgentLists(this.db, orgId, 'tools', { name });
+    return removeFromAgentLists(this.txHost.tx, orgId, 'tools', { name });
   }
 
   /**
@@ -95,6 +96,6 @@ export class CustomToolsRepository {
    */
   upsert(row: NewCustomToolRow, options: { keepName?: boolean } = {}): Promise<boolean> {
     const { id: _id, orgId, name: _name, ...rest } = row;
-    return upsertOrgRow(this.db, customTools, orgId, row, options.keepName ? rest : undefined);
+    return upsertOrgRow(this.txHost.tx, customTools, orgId, row, options.keepName ? rest : undefined);
   }
 }

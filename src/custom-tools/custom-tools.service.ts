@@ -8,7 +8,8 @@ import { Paginator, type PaginationQuery } from '../common/pagination';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { OrgsRepository } from '../orgs/orgs.repository';
 import { checkCountCap } from '../orgs/plan-limits';
-import { DatabaseConnection } from '../database/connection';
+import { Propagation, TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { CustomToolCreateDto, CustomToolDto, CustomToolUpdateDto } from './custom-tools.dto';
 import { mapCustomTool } from './custom-tools.mapper';
@@ -23,7 +24,7 @@ const NAME_ATTEMPTS = 3;
 @Injectable()
 export class CustomToolsService implements LockedRepresentation {
   constructor(
-    private readonly connection: DatabaseConnection,
+    private readonly txHost: TransactionHost<DatabaseTransactions>,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly repository: CustomToolsRepository,
     private readonly orgs: OrgsRepository,
@@ -57,7 +58,8 @@ export class CustomToolsService implements LockedRepresentation {
     const base = toolNameBase(input.label);
     for (let attempt = 1; ; attempt++) {
       try {
-        const row = await this.connection.transaction(async () => {
+        // a savepoint inside a keyed request's transaction: a taken name rolls back this attempt alone, the next one goes on
+        const row = await this.txHost.withTransaction(Propagation.Nested, async () => {
           await this.enforceToolCap(orgId);
           const name = firstFreeToolName(base, await this.repository.namesWithBase(orgId, base));
           return this.repository.insert({ ...built.value, id, orgId, name, credentialsCiphertext: this.encrypt(built.credentials, id) });
@@ -73,7 +75,7 @@ export class CustomToolsService implements LockedRepresentation {
   async updateCustomTool(orgId: string, rawId: string, input: CustomToolUpdateDto): Promise<CustomToolDto> {
     const id = parseId('customTool', rawId);
     if (!id) throw ApiError.notFound('Custom tool');
-    const row = await this.connection.transaction(async () => {
+    const row = await this.txHost.withTransaction(async () => {
       const current = await this.repository.findForUpdate(orgId, id);
       if (!current) throw ApiError.notFound('Custom tool');
       const built = accepted(buildToolChanges(current, input));
@@ -91,7 +93,7 @@ export class CustomToolsService implements LockedRepresentation {
   async deleteCustomTool(orgId: string, rawId: string): Promise<DeleteAcknowledgementDto> {
     const id = parseId('customTool', rawId);
     if (!id) throw ApiError.notFound('Custom tool');
-    await this.connection.transaction(async () => {
+    await this.txHost.withTransaction(async () => {
       const name = await this.repository.deleteReturningName(orgId, id);
       if (name === null) throw ApiError.notFound('Custom tool');
       await this.repository.removeToolFromAgents(orgId, name);

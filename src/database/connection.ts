@@ -7,13 +7,12 @@ import { join, resolve } from 'node:path';
 import { Client } from 'pg';
 import { packageRoot } from '../common/package-root';
 import type { AppConfig } from '../config/config';
-import type { Database } from './database.types';
+import type { Database, Transaction } from './database.types';
 import { applyMigrations } from './migration-runner';
 import { drizzlePgliteClient } from './pglite-client';
 import { PgliteDirectoryLock } from './pglite-lock';
 import { PostgresConnections } from './pg-connections';
 import { QueryErrorReporter } from './query-error-reporter';
-import { openTransaction, runInTransaction, type OpenTransaction } from './request-scope';
 import { poolerSafe, withMigrationLock } from './pooler';
 import * as schema from './schema';
 import { executeRows } from './execute-rows';
@@ -49,12 +48,12 @@ export class DatabaseConnection {
 
   private constructor(
     readonly kind: 'pglite' | 'postgres',
-    /** drizzle's root database: inside `transaction(...)`, every statement on it joins the transaction */
+    /** drizzle's root database: every statement on it runs outside any transaction */
     readonly db: Database,
     private readonly closeFn: () => Promise<void>,
     private readonly migrateFn: () => Promise<void>,
-    /** how a transaction is begun when none is open */
-    private readonly beginTransaction: <T>(fn: () => Promise<T>) => Promise<T>,
+    /** how a transaction is begun */
+    private readonly beginTransaction: <T>(fn: (tx: Transaction) => Promise<T>) => Promise<T>,
     /** the embedded engine, for tests that copy a migrated database */
     readonly pglite: PGlite | null,
     /** every failed query, whichever engine (metrics subscribe) */
@@ -64,15 +63,14 @@ export class DatabaseConnection {
   ) {}
 
   /**
-   * Runs `fn` in one transaction: every query on `db` meanwhile — in any
-   * repository, prepared statements included — runs in it. It commits when
-   * `fn` resolves and rolls back when it throws. Called while one is open, it
-   * is a savepoint of it (rolled back alone when `fn` throws). This is the
-   * one way to make several statements atomic (docs/adding-a-module.md).
+   * Runs `fn` in a new transaction, handed to it as `tx`: the statements on
+   * `tx` run in it, those on `db` do not. It commits when `fn` resolves and
+   * rolls back when it throws. The application's one caller is the adapter
+   * of `@nestjs-cls/transactional` (src/database/transactions.ts): services
+   * write `txHost.withTransaction(...)` and repositories `txHost.tx`
+   * (docs/adding-a-module.md, "Transactions").
    */
-  transaction<T>(fn: () => Promise<T>): Promise<T> {
-    const open = openTransaction();
-    if (open?.tx) return open.tx.transaction(() => fn());
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     return this.beginTransaction(fn);
   }
 
@@ -85,20 +83,7 @@ export class DatabaseConnection {
     const queryErrors = new QueryErrorReporter();
     const drizzleDb = drizzlePglite({ client: drizzlePgliteClient(client, queryErrors), schema });
     const db = drizzleDb as unknown as Database;
-    // PGlite has one connection: the transaction's own client is bound to `open` as PGlite hands it over
-    const beginTransaction = <T>(fn: () => Promise<T>): Promise<T> => {
-      const open: OpenTransaction = { tx: null, connection: null, open: true };
-      return runInTransaction(open, () =>
-        drizzleDb.transaction(async (tx) => {
-          open.tx = tx as never;
-          try {
-            return await fn();
-          } finally {
-            open.open = false;
-          }
-        }),
-      );
-    };
+    const beginTransaction = <T>(fn: (tx: Transaction) => Promise<T>): Promise<T> => drizzleDb.transaction((tx) => fn(tx as never));
     return new DatabaseConnection(
       'pglite',
       db,

@@ -2,7 +2,6 @@ import { Global, Inject, Module, OnApplicationShutdown, type DynamicModule } fro
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { LOGGER, type AppLogger } from '../common/logger';
 import { DatabaseConnection } from './connection';
-import { DATABASE } from './database.types';
 
 class DatabaseLifecycle implements OnApplicationShutdown {
   constructor(@Inject(DatabaseConnection) private readonly connection: DatabaseConnection) {}
@@ -13,9 +12,11 @@ class DatabaseLifecycle implements OnApplicationShutdown {
 }
 
 /**
- * One injection token for the Drizzle database (`DATABASE`), whichever the
- * engine. Migrations are applied when the connection opens. Tests hand in an
- * already-open connection (a copy of a migrated template).
+ * The open database (`DatabaseConnection`), whichever the engine. Migrations
+ * are applied when the connection opens. Tests hand in an already-open
+ * connection (a copy of a migrated template). Repositories reach the
+ * database through `TransactionHost` (src/database/transactions.ts), never
+ * the root database directly: there is no token for it.
  */
 @Global()
 @Module({})
@@ -40,10 +41,9 @@ export class DatabaseModule {
                 return opened;
               },
             },
-        { provide: DATABASE, inject: [DatabaseConnection], useFactory: (c: DatabaseConnection) => c.db },
         DatabaseLifecycle,
       ],
-      exports: [DatabaseConnection, DATABASE],
+      exports: [DatabaseConnection],
     };
   }
 }

@@ -20,5 +20,3 @@ interface RowsResultHKT extends PgQueryResultHKT {
 /** The common type of the PGlite and node-postgres Drizzle databases. */
 export type Database = PgDatabase<RowsResultHKT, Schema>;
 export type Transaction = PgTransaction<RowsResultHKT, Schema, ExtractTablesWithRelations<Schema>>;
-
-export const DATABASE = Symbol('DATABASE');

@@ -2,7 +2,7 @@ import { and, desc, eq, lt, sql, type InferModelFromColumns, type SQL } from 'dr
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type { PageRequest } from '../common/pagination';
 import type { Database } from './database.types';
-import { prepareNamed } from './prepared-statements';
+import { prepareNamed, type TransactionSource } from './prepared-statements';
 
 /**
  * The prepared point read and keyset pages every organization-scoped resource
@@ -51,13 +51,11 @@ function select(db: Database, table: OrgScopedTable, columns: Columns | undefine
 
 /** `where org_id = $orgId and id = $id`, prepared as `<statementPrefix>_by_id`. */
 export function orgScopedById<T extends OrgScopedTable, TColumns extends Columns = T['_']['columns']>(
-  db: Database,
+  transactions: TransactionSource,
   table: T,
   options: OrgScopedReadOptions<TColumns>,
 ): OrgScopedById<RowOf<TColumns>> {
-  const byId = prepareNamed(
-    db,
-    `${options.statementPrefix}_by_id`,
+  const byId = prepareNamed(transactions, `${options.statementPrefix}_by_id`, (db) =>
     select(db, table, options.columns).where(and(eq(table.orgId, sql.placeholder('orgId')), options.where, eq(table.id, sql.placeholder('id')))),
   );
   return {
@@ -73,19 +71,15 @@ export function orgScopedById<T extends OrgScopedTable, TColumns extends Columns
  * prepared as `<statementPrefix>_first_page` / `<statementPrefix>_next_page`.
  */
 export function orgScopedPages<T extends OrgScopedTable, TColumns extends Columns = T['_']['columns']>(
-  db: Database,
+  transactions: TransactionSource,
   table: T,
   options: OrgScopedReadOptions<TColumns>,
 ): OrgScopedPages<RowOf<TColumns>> {
   const inOrg = eq(table.orgId, sql.placeholder('orgId'));
-  const firstPage = prepareNamed(
-    db,
-    `${options.statementPrefix}_first_page`,
+  const firstPage = prepareNamed(transactions, `${options.statementPrefix}_first_page`, (db) =>
     select(db, table, options.columns).where(and(inOrg, options.where)).orderBy(desc(table.id)).limit(sql.placeholder('fetch')),
   );
-  const nextPage = prepareNamed(
-    db,
-    `${options.statementPrefix}_next_page`,
+  const nextPage = prepareNamed(transactions, `${options.statementPrefix}_next_page`, (db) =>
     select(db, table, options.columns)
       .where(and(inOrg, options.where, lt(table.id, sql.placeholder('afterId'))))
       .orderBy(desc(table.id))
@@ -104,9 +98,9 @@ export function orgScopedPages<T extends OrgScopedTable, TColumns extends Column
 
 /** Both reads over the same columns: `findById(orgId, id)` and `listPage(orgId, page)`. */
 export function orgScopedReads<T extends OrgScopedTable, TColumns extends Columns = T['_']['columns']>(
-  db: Database,
+  transactions: TransactionSource,
   table: T,
   options: OrgScopedReadOptions<TColumns>,
 ): OrgScopedReads<RowOf<TColumns>> {
-  return { ...orgScopedById(db, table, options), ...orgScopedPages(db, table, options) };
+  return { ...orgScopedById(transactions, table, options), ...orgScopedPages(transactions, table, options) };
 }

@@ -1,10 +1,10 @@
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { DatabaseError, Pool, type PoolClient, type PoolConfig, type QueryConfig as PgQueryConfig, type QueryResult } from 'pg';
 import { isLostConnection } from './database-errors';
-import type { Database } from './database.types';
+import type { Database, Transaction } from './database.types';
 import type { QueryErrorReporter } from './query-error-reporter';
 import { UNNAMED_STATEMENT_NAME } from './prepared-statements';
-import { databaseDeadline, openTransaction, runInTransaction, type OpenTransaction } from './request-scope';
+import { databaseDeadline } from './request-scope';
 import * as schema from './schema';
 
 /**
@@ -216,9 +216,9 @@ interface ConnectionEvents {
 
 /**
  * The PostgreSQL pool and the one way every statement reaches it. `acquire`
- * is the only checkout, bounded by the request's deadline. A statement runs
- * on the open transaction's connection when there is one, else on a
- * connection of its own. A statement (or a transaction's BEGIN) that finds
+ * is the only checkout, bounded by the request's deadline. A statement on the
+ * root database runs on a connection of its own, a transaction's on the
+ * transaction's. A statement (or a transaction's BEGIN) that finds
  * its connection already dead, before anything else ran on it, runs again on
  * a live one (`retryAfter`) — once sent, only when it cannot have taken
  * effect (`cannotHaveTakenEffect`): an autocommit write whose connection died
@@ -283,21 +283,15 @@ export class PostgresConnections {
     return new Lease(client, this.states.get(client)!, deadline, this.statementBoundMs, this.queryErrors, this.unnamedStatements);
   }
 
-  /** Runs `fn` in a transaction on one connection; every statement on the root database meanwhile joins it. */
-  async transaction<T>(fn: () => Promise<T>): Promise<T> {
+  /** Runs `fn` in a transaction on one connection, handed to it as `tx`; statements on the root database run outside it. */
+  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const lease = await this.acquire();
       let begun = false;
-      const open: OpenTransaction = { tx: null, connection: lease, open: true };
       try {
         return await lease.db().transaction(async (tx) => {
           begun = true;
-          open.tx = tx;
-          try {
-            return await runInTransaction(open, fn);
-          } finally {
-            open.open = false;
-          }
+          return fn(tx);
         });
       } catch (error) {
         // BEGIN found the connection dead, or the first statement after it did (an idle connection
@@ -333,8 +327,6 @@ export class PostgresConnections {
   }
 
   private async run(config: QueryConfig, values?: unknown[]): Promise<QueryResult> {
-    const open = openTransaction();
-    if (open) return (open.connection as Lease).query(config, values);
     for (let attempt = 0; ; attempt++) {
       const lease = await this.acquire();
       try {

@@ -2,6 +2,7 @@ import { PGlite, types } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/pglite';
 import { date, integer, interval, jsonb, numeric, pgTable, text, timestamp, boolean, bigint } from 'drizzle-orm/pg-core';
+import { DatabaseConnection } from './connection';
 import { drizzlePgliteClient } from './pglite-client';
 
 const sample = pgTable('sample', {
@@ -81,5 +82,57 @@ describe('drizzlePgliteClient: the same rows without the per-query parser copy',
     // a text type parsed into something else is not drizzle's option either
     const dated = { parsers: { [types.DATE]: (value: string) => `day ${value}` } };
     expect((await client.query<{ d: string }>(`select date '2026-01-02' as d`, [], dated)).rows[0].d).toBe('day 2026-01-02');
+  });
+});
+
+describe('one connection: a statement inside a transaction goes to the transaction, or fails at once', () => {
+  let client: PGlite;
+  let connection: DatabaseConnection;
+
+  beforeAll(async () => {
+    client = await PGlite.create();
+    connection = DatabaseConnection.fromPglite(client);
+  }, 120_000);
+  afterAll(() => connection.close());
+
+  const one = sql`select 1 as one`;
+
+  test('a statement on the root database inside a transaction is refused, not left waiting for the transaction; the transaction rolls back', async () => {
+    await client.exec('create table if not exists marks (name text primary key)');
+    const attempt = connection.transaction(async (tx) => {
+      await tx.execute(sql`insert into marks values ('refused')`);
+      await connection.db.execute(one);
+    });
+    // drizzle names the query and keeps the refusal as its cause
+    await expect(attempt).rejects.toMatchObject({ cause: { message: expect.stringMatching(/would wait for it forever/) } });
+    expect((await client.query(`select count(*)::int as n from marks where name = 'refused'`)).rows).toEqual([{ n: 0 }]);
+  });
+
+  test('a second transaction begun inside one is refused too (a savepoint is the transaction\'s own tx.transaction)', async () => {
+    const attempt = connection.transaction(async () => connection.transaction(async (tx) => tx.execute(one)));
+    await expect(attempt).rejects.toThrow(/a second transaction inside an open transaction/);
+    const savepoint = await connection.transaction((tx) => tx.transaction(async (inner) => (await inner.execute(one)).rows));
+    expect(savepoint).toEqual([{ one: 1 }]);
+  });
+
+  test('work of another context waits for the transaction and then runs; so does work the callback left running', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let began!: () => void;
+    const begun = new Promise<void>((resolve) => (began = resolve));
+    let leftRunning: Promise<unknown> | undefined;
+    const holder = connection.transaction(async (tx) => {
+      await tx.execute(one);
+      began();
+      await gate;
+      // not awaited: it runs once the callback is over, outside the transaction
+      leftRunning = new Promise((resolve) => setTimeout(resolve, 0)).then(() => connection.db.execute(one));
+    });
+    await begun;
+    const other = connection.db.execute(one);
+    release();
+    await holder;
+    expect((await other).rows).toEqual([{ one: 1 }]);
+    expect(((await leftRunning) as { rows: unknown[] }).rows).toEqual([{ one: 1 }]);
   });
 });

@@ -1,6 +1,6 @@
 import { types, type PGlite, type QueryOptions, type Transaction } from '@electric-sql/pglite';
 import { QueryErrorReporter, reportingQuery } from './query-error-reporter';
-import { openTransaction } from './request-scope';
+import { ClsServiceManager } from 'nestjs-cls';
 
 /**
  * The types drizzle-orm's PGlite driver asks to receive as text (it maps
@@ -31,10 +31,12 @@ type Queryable = Pick<PGlite, 'query'>;
  *   drizzle's `parsers` option; here those identity text parsers are
  *   installed once and the per-query option is dropped when it asks for
  *   exactly them (same rows, no copy; the cost is in docs/performance.md).
- * - A query issued while a transaction is open (`DatabaseConnection.
- *   transaction`) runs in it: PGlite has one connection, and a query outside
- *   the open transaction would wait for it to end (the caller awaiting it:
- *   deadlock).
+ * - A statement on the root database, or a second transaction, issued from
+ *   inside an open transaction fails at once: PGlite has one connection, and
+ *   it would wait for that transaction to end while the transaction waits
+ *   for it (a deadlock no timeout ends). Inside a transaction, statements go
+ *   to its `tx` (`TransactionHost.tx`). Other work — another request, work
+ *   left running after the transaction's callback — waits its turn.
  * - Failed queries are reported (metrics); a query on a closed PGlite fails
  *   with SQLSTATE 08003 (connection does not exist), so it answers 503.
  */
@@ -42,23 +44,46 @@ export function drizzlePgliteClient(client: PGlite, queryErrors = new QueryError
   for (const oid of DRIZZLE_TEXT_TYPES) client.parsers[oid] = asText;
   const direct = reportingQuery(withoutTextParsers(client, client), queryErrors);
   const adapter = {
-    query: (query: string, params?: unknown[], options?: QueryOptions) => {
-      const open = openTransaction();
-      const connection = open?.connection as Queryable | null | undefined;
-      return connection ? connection.query(query, params, options) : direct(query, params, options);
+    query: async (query: string, params?: unknown[], options?: QueryOptions) => {
+      refuseInsideTransaction('a statement on the root database');
+      return direct(query, params, options);
     },
-    transaction: <T>(callback: (tx: Transaction) => Promise<T>) =>
-      client.transaction((tx) => {
+    transaction: async <T>(callback: (tx: Transaction) => Promise<T>) => {
+      refuseInsideTransaction('a second transaction');
+      return client.transaction((tx) => {
         const own: Queryable = { query: reportingQuery(withoutTextParsers(tx, client), queryErrors) };
-        // the transaction DatabaseConnection opened: statements on the root database now run here
-        const open = openTransaction();
-        if (open && open.connection === null) open.connection = own;
-        return callback(own as Transaction);
-      }),
+        return insideTransaction(() => callback(own as Transaction));
+      });
+    },
     // drizzle reads nothing else of its client; parsers for tests
     parsers: client.parsers,
   };
   return adapter as unknown as PGlite;
+}
+
+/** Where the context records that it is inside a transaction of the embedded database: this module's own key. */
+const INSIDE_TRANSACTION = Symbol('inside an embedded database transaction');
+
+/** Runs `callback` marked as inside the transaction; the mark is lifted before COMMIT, so work it leaves running waits its turn. */
+async function insideTransaction<T>(callback: () => Promise<T>): Promise<T> {
+  const cls = ClsServiceManager.getClsService();
+  const mark = { open: true };
+  return cls.run({ ifNested: 'inherit' }, async () => {
+    cls.set(INSIDE_TRANSACTION, mark);
+    try {
+      return await callback();
+    } finally {
+      mark.open = false;
+    }
+  });
+}
+
+function refuseInsideTransaction(what: string): void {
+  const cls = ClsServiceManager.getClsService();
+  const mark = cls.isActive() ? (cls.get(INSIDE_TRANSACTION) as { open: boolean } | undefined) : undefined;
+  if (mark?.open) {
+    throw new Error(`${what} inside an open transaction would wait for it forever (the embedded database has one connection): run it on the transaction (txHost.tx)`);
+  }
 }
 
 const plainOptions = new WeakMap<QueryOptions, QueryOptions | undefined>();

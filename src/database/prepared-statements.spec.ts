@@ -2,40 +2,66 @@ import { eq, sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import type { Database } from './database.types';
 import { orgScopedReads } from './org-scoped-reads';
-import { prepareNamed } from './prepared-statements';
+import { prepareNamed, type TransactionSource } from './prepared-statements';
 import * as schema from './schema';
 
 // a drizzle database without a connection: building and preparing a statement never reaches one
 const database = () => drizzle.mock({ schema }) as unknown as Database;
+/** What TransactionHost gives a repository when no transaction is open: the root database. */
+const outsideTransactions = (db: Database): TransactionSource => ({ tx: db, isTransactionActive: () => false });
 const orgById = (db: Database) => db.select().from(schema.orgs).where(eq(schema.orgs.id, sql.placeholder('orgId')));
 const memberById = (db: Database) => db.select().from(schema.members).where(eq(schema.members.id, sql.placeholder('id')));
 
 describe('prepared statement names are unique per database', () => {
   test('a second statement under a name already taken fails when it is built, naming the name', () => {
     const db = database();
-    prepareNamed(db, 'by_id', orgById(db));
-    expect(() => prepareNamed(db, 'by_id', memberById(db))).toThrow(/"by_id" is already used for another statement/);
+    prepareNamed(outsideTransactions(db), 'by_id', orgById);
+    expect(() => prepareNamed(outsideTransactions(db), 'by_id', memberById)).toThrow(/"by_id" is already used for another statement/);
   });
 
   test('the same statement prepared again under its name (a second instance of a repository) is allowed', () => {
     const db = database();
-    prepareNamed(db, 'orgs_by_id', orgById(db));
-    expect(() => prepareNamed(db, 'orgs_by_id', orgById(db))).not.toThrow();
+    prepareNamed(outsideTransactions(db), 'orgs_by_id', orgById);
+    expect(() => prepareNamed(outsideTransactions(db), 'orgs_by_id', orgById)).not.toThrow();
   });
 
   test('names are per database: another database may use the name for other SQL', () => {
     const first = database();
     const second = database();
-    prepareNamed(first, 'by_id', orgById(first));
-    expect(() => prepareNamed(second, 'by_id', memberById(second))).not.toThrow();
+    prepareNamed(outsideTransactions(first), 'by_id', orgById);
+    expect(() => prepareNamed(outsideTransactions(second), 'by_id', memberById)).not.toThrow();
   });
 
   test('orgScopedReads: two reads of one table under one statementPrefix but other conditions fail', () => {
     const db = database();
-    orgScopedReads(db, schema.agents, { statementPrefix: 'agents' });
-    expect(() => orgScopedReads(db, schema.agents, { statementPrefix: 'agents', where: sql`${schema.agents.deletedAt} is null` })).toThrow(
+    orgScopedReads(outsideTransactions(db), schema.agents, { statementPrefix: 'agents' });
+    expect(() => orgScopedReads(outsideTransactions(db), schema.agents, { statementPrefix: 'agents', where: sql`${schema.agents.deletedAt} is null` })).toThrow(
       /"agents_by_id"/,
     );
-    expect(() => orgScopedReads(db, schema.agents, { statementPrefix: 'agents_live', where: sql`${schema.agents.deletedAt} is null` })).not.toThrow();
+    expect(() => orgScopedReads(outsideTransactions(db), schema.agents, { statementPrefix: 'agents_live', where: sql`${schema.agents.deletedAt} is null` })).not.toThrow();
+  });
+});
+
+describe('a prepared statement runs in the open transaction', () => {
+  test('outside a transaction the statement prepared on the root database runs; inside one it is built on the transaction', async () => {
+    const root = database();
+    const tx = database();
+    let open = false;
+    const transactions: TransactionSource = { get tx() { return open ? tx : root; }, isTransactionActive: () => open };
+    const builtOn: Database[] = [];
+    const statement = prepareNamed(transactions, 'orgs_by_id_tx', (db) => {
+      builtOn.push(db);
+      return orgById(db);
+    });
+    expect(builtOn).toEqual([root]);
+    open = true;
+    // the mock database has no connection: the execution fails, after the statement was built where it runs
+    await statement.execute({ orgId: 'org_1' }).catch(() => undefined);
+    expect(builtOn).toEqual([root, tx]);
+  });
+
+  test('preparing while a transaction is open is refused: the statement would belong to the transaction', () => {
+    const db = database();
+    expect(() => prepareNamed({ tx: db, isTransactionActive: () => true }, 'orgs_by_id', orgById)).toThrow(/outside a transaction/);
   });
 });

@@ -5,7 +5,8 @@ import { ApiError, ErrorCode } from '../common/api-error';
 import { apiErrorOf, renderErrorBody } from '../http/error-body';
 import { LOGGER, loggableError, type AppLogger } from '../common/logger';
 import { pathOf, requestContext, type HttpRequest, type RequestStore } from '../common/request-context';
-import { DatabaseConnection } from '../database/connection';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { Metrics } from '../metrics/metrics';
 import type { IdempotencyRecord } from './idempotency.repository';
 import {
@@ -52,7 +53,7 @@ interface Attempt {
 export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
     private readonly idempotency: IdempotencyService,
-    private readonly connection: DatabaseConnection,
+    private readonly txHost: TransactionHost<DatabaseTransactions>,
     @Inject(LOGGER) private readonly logger: AppLogger,
     private readonly adapterHost: HttpAdapterHost,
     private readonly metrics: Metrics,
@@ -119,7 +120,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     // answers with the winner's record is counted replayed or conflict instead
     const executed = () => this.metrics.idempotencyOutcome('executed');
     try {
-      const body = await this.connection.transaction(async () => {
+      const body = await this.txHost.withTransaction(async () => {
         const result = await lastValueFrom(next.handle(), { defaultValue: undefined });
         const stored = await this.recordInTransaction(attempt, { fingerprint, status: successStatus, body: result });
         // a concurrent request with this key committed first: undo this one's write, answer that one's

@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { and, asc, eq, gt, lte, sql } from 'drizzle-orm';
-import { DATABASE, type Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { idempotencyRecords } from '../database/schema';
 import { prepareNamed } from '../database/prepared-statements';
 
@@ -20,11 +21,9 @@ interface NewIdempotencyRecord extends IdempotencyRecord {
 export class IdempotencyRepository {
   private readonly liveByKey;
 
-  constructor(@Inject(DATABASE) private readonly db: Database) {
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {
     // hot path: every POST/PATCH with a key reads this once
-    this.liveByKey = prepareNamed(
-      db,
-      'idempotency_record_live_by_key',
+    this.liveByKey = prepareNamed(txHost, 'idempotency_record_live_by_key', (db) =>
       db
         .select({ fingerprint: idempotencyRecords.fingerprint, status: idempotencyRecords.status, body: idempotencyRecords.body })
         .from(idempotencyRecords)
@@ -54,7 +53,7 @@ export class IdempotencyRepository {
    */
   async save(orgId: string, record: NewIdempotencyRecord): Promise<boolean> {
     const t = idempotencyRecords;
-    const stored = await this.db
+    const stored = await this.txHost.tx
       .insert(t)
       .values({ orgId, ...record })
       .onConflictDoUpdate({
@@ -82,14 +81,14 @@ export class IdempotencyRepository {
    */
   async deleteExpiredBatch(now: Date, limit: number): Promise<number> {
     const t = idempotencyRecords;
-    const batch = this.db
+    const batch = this.txHost.tx
       .select({ orgId: t.orgId, key: t.key })
       .from(t)
       .where(lte(t.expiresAt, sql`${now.toISOString()}::timestamptz`))
       .orderBy(asc(t.expiresAt))
       .limit(limit)
       .for('update', { skipLocked: true });
-    const deleted = await this.db
+    const deleted = await this.txHost.tx
       .delete(t)
       .where(sql`(${t.orgId}, ${t.key}) in (${batch})`)
       .returning({ key: t.key });

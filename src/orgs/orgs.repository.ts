@@ -1,7 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { eq, sql } from 'drizzle-orm';
 import { newId } from '../../libs/ids/ids';
-import { DATABASE, type Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { orgs, sources, type OrgLimits } from '../database/schema';
 import type { OrgRow } from './orgs.mapper';
 import { prepareNamed } from '../database/prepared-statements';
@@ -13,12 +14,10 @@ export class OrgsRepository {
   private readonly byId;
   private readonly limitsLocked;
 
-  constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byId = prepareNamed(db, 'orgs_by_id', db.select().from(orgs).where(eq(orgs.id, sql.placeholder('orgId'))));
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {
+    this.byId = prepareNamed(txHost, 'orgs_by_id', (db) => db.select().from(orgs).where(eq(orgs.id, sql.placeholder('orgId'))));
     // prepared: every create of every organization takes it
-    this.limitsLocked = prepareNamed(
-      db,
-      'orgs_limits_locked',
+    this.limitsLocked = prepareNamed(txHost, 'orgs_limits_locked', (db) =>
       db.select({ limits: orgs.limits }).from(orgs).where(eq(orgs.id, sql.placeholder('orgId'))).for('no key update'),
     );
   }
@@ -30,19 +29,19 @@ export class OrgsRepository {
 
   /** The organization with this slug (fixture loads match organizations given without an id; deliberately across organizations). */
   async findIdBySlug(slug: string): Promise<string | null> {
-    const [row] = await this.db.select({ id: orgs.id }).from(orgs).where(eq(orgs.slug, slug));
+    const [row] = await this.txHost.tx.select({ id: orgs.id }).from(orgs).where(eq(orgs.slug, slug));
     return row?.id ?? null;
   }
 
   /** Whether any organization exists (first-run detection; deliberately across organizations). */
   async anyExists(): Promise<boolean> {
-    const rows = await this.db.select({ id: orgs.id }).from(orgs).limit(1);
+    const rows = await this.txHost.tx.select({ id: orgs.id }).from(orgs).limit(1);
     return rows.length > 0;
   }
 
   async upsert(row: NewOrgRow): Promise<void> {
     const { id: _id, createdAt: _createdAt, ...changes } = row;
-    await this.db
+    await this.txHost.tx
       .insert(orgs)
       .values(row)
       .onConflictDoUpdate({ target: orgs.id, set: { ...changes, updatedAt: new Date() } });
@@ -63,7 +62,7 @@ export class OrgsRepository {
 
   /** The upload source is an organization-wide singleton created with the organization */
   async ensureUploadSource(orgId: string): Promise<void> {
-    await this.db
+    await this.txHost.tx
       .insert(sources)
       .values({ id: newId('source'), orgId, type: 'upload', name: 'Uploaded files', syncStatus: 'ready', documentCount: 0 })
       .onConflictDoNothing({ target: sources.orgId, where: sql`${sources.type} = 'upload'` });

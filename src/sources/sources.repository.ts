@@ -1,8 +1,9 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { and, count, eq, ne, sql } from 'drizzle-orm';
 import { newId } from '../../libs/ids/ids';
 import type { PageRequest } from '../common/pagination';
-import { DATABASE, type Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { lockOrgRow } from '../database/org-scoped-lock';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRow, upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
@@ -19,8 +20,8 @@ export const UPLOAD_SOURCE_NAME = 'Uploaded files';
 export class SourcesRepository {
   private readonly reads;
 
-  constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.reads = orgScopedReads(db, sources, { statementPrefix: 'sources' });
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {
+    this.reads = orgScopedReads(txHost, sources, { statementPrefix: 'sources' });
   }
 
   findById(orgId: string, id: string): Promise<SourceRow | null> {
@@ -33,11 +34,11 @@ export class SourcesRepository {
 
   /** Row-locks the source for its delete (a concurrent delete of the same source waits, then finds nothing). */
   findForUpdate(orgId: string, id: string): Promise<SourceRow | null> {
-    return lockOrgRow(this.db, sources, orgId, id);
+    return lockOrgRow(this.txHost.tx, sources, orgId, id);
   }
 
   async findUpload(orgId: string): Promise<SourceRow | null> {
-    const [row] = await this.db
+    const [row] = await this.txHost.tx
       .select()
       .from(sources)
       .where(and(eq(sources.orgId, orgId), eq(sources.type, 'upload')));
@@ -46,7 +47,7 @@ export class SourcesRepository {
 
   /** Sources that count against `limits.sources`: all but the upload singleton. */
   async countCapped(orgId: string): Promise<number> {
-    const [row] = await this.db
+    const [row] = await this.txHost.tx
       .select({ n: count() })
       .from(sources)
       .where(and(eq(sources.orgId, orgId), ne(sources.type, 'upload')));
@@ -54,13 +55,13 @@ export class SourcesRepository {
   }
 
   async insert(row: NewSourceRow): Promise<SourceRow> {
-    const [created] = await this.db.insert(sources).values(row).returning();
+    const [created] = await this.txHost.tx.insert(sources).values(row).returning();
     return created;
   }
 
   /** A fresh, empty upload singleton (after the old one was deleted). */
   async insertUploadSingleton(orgId: string): Promise<void> {
-    await this.db
+    await this.txHost.tx
       .insert(sources)
       .values({ id: newId('source'), orgId, type: 'upload', name: UPLOAD_SOURCE_NAME, syncStatus: 'ready', documentCount: 0 })
       .onConflictDoNothing({ target: sources.orgId, where: sql`${sources.type} = 'upload'` });
@@ -68,8 +69,8 @@ export class SourcesRepository {
 
   /** Deletes the source and its documents; returns false when there was no such source. */
   async deleteWithDocuments(orgId: string, id: string): Promise<boolean> {
-    await this.db.delete(documents).where(and(eq(documents.orgId, orgId), eq(documents.sourceId, id)));
-    const rows = await this.db
+    await this.txHost.tx.delete(documents).where(and(eq(documents.orgId, orgId), eq(documents.sourceId, id)));
+    const rows = await this.txHost.tx
       .delete(sources)
       .where(and(eq(sources.orgId, orgId), eq(sources.id, id)))
       .returning({ id: sources.id });
@@ -81,16 +82,16 @@ export class SourcesRepository {
    * the organization, soft-deleted ones included. Returns how many changed.
    */
   removeSourceFromAgents(orgId: string, sourceId: string): Promise<number> {
-    return removeFromAgentLists(this.db, orgId, 'dataSources', { source_id: sourceId });
+    return removeFromAgentLists(this.txHost.tx, orgId, 'dataSources', { source_id: sourceId });
   }
 
   /** Fixture upsert by id, scoped to the organization: false when the id is another organization's. */
   upsert(row: NewSourceRow): Promise<boolean> {
-    return upsertOrgRow(this.db, sources, row.orgId, row);
+    return upsertOrgRow(this.txHost.tx, sources, row.orgId, row);
   }
 
   /** Returns the document ids written (another organization's ids are not). */
   upsertDocuments(orgId: string, rows: NewDocumentRow[]): Promise<string[]> {
-    return upsertOrgRowsOneByOne(this.db, documents, orgId, rows);
+    return upsertOrgRowsOneByOne(this.txHost.tx, documents, orgId, rows);
   }
 }

@@ -5,7 +5,8 @@ import type { Page } from '../common/envelope';
 import { Paginator, type PaginationQuery } from '../common/pagination';
 import { OrgsRepository } from '../orgs/orgs.repository';
 import { checkCountCap } from '../orgs/plan-limits';
-import { DatabaseConnection } from '../database/connection';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import type { DeleteAcknowledgementDto } from '../common/delete-ack.dto';
 import type { SourceCreateDto, SourceDto } from './sources.dto';
 import { mapSource } from './sources.mapper';
@@ -16,7 +17,7 @@ import { buildNewSource } from './sources.rules';
 @Injectable()
 export class SourcesService implements LockedRepresentation {
   constructor(
-    private readonly connection: DatabaseConnection,
+    private readonly txHost: TransactionHost<DatabaseTransactions>,
     private readonly repository: SourcesRepository,
     private readonly orgs: OrgsRepository,
     private readonly paginator: Paginator,
@@ -46,7 +47,7 @@ export class SourcesService implements LockedRepresentation {
     // the validation pipe has run SourceCreateDto's @BodyPrecheck; callers that bypass it get the same answers
     const { type, name, config } = accepted(buildNewSource(input)).value;
 
-    const row = await this.connection.transaction(async () => {
+    const row = await this.txHost.withTransaction(async () => {
       await this.enforceSourceCap(orgId);
       return this.repository.insert(
         {
@@ -73,7 +74,7 @@ export class SourcesService implements LockedRepresentation {
   async deleteSource(orgId: string, rawId: string): Promise<DeleteAcknowledgementDto> {
     const id = parseId('source', rawId);
     if (!id) throw ApiError.notFound('Source');
-    await this.connection.transaction(async () => {
+    await this.txHost.withTransaction(async () => {
       const row = await this.repository.findForUpdate(orgId, id);
       if (!row) throw ApiError.notFound('Source');
       if (!(await this.repository.deleteWithDocuments(orgId, id))) throw ApiError.notFound('Source');

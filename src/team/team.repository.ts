@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { desc, eq, sql } from 'drizzle-orm';
-import { DATABASE, type Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
 import { members } from '../database/schema';
 import type { MemberRow } from './team.mapper';
@@ -12,10 +13,8 @@ export type NewMemberRow = typeof members.$inferInsert;
 export class TeamRepository {
   private readonly byOrg;
 
-  constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.byOrg = prepareNamed(
-      db,
-      'members_by_org',
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {
+    this.byOrg = prepareNamed(txHost, 'members_by_org', (db) =>
       db
         .select()
         .from(members)
@@ -30,6 +29,6 @@ export class TeamRepository {
 
   /** Fixture load: returns the ids written (another organization's ids are not). */
   upsertMany(orgId: string, rows: NewMemberRow[]): Promise<string[]> {
-    return upsertOrgRowsOneByOne(this.db, members, orgId, rows);
+    return upsertOrgRowsOneByOne(this.txHost.tx, members, orgId, rows);
   }
 }

@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { PageRequest } from '../common/pagination';
-import { DATABASE, type Database } from '../database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../database/transactions';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { triggers } from '../database/schema';
@@ -26,8 +27,8 @@ const viewColumns = {
 export class TriggersRepository {
   private readonly reads;
 
-  constructor(@Inject(DATABASE) private readonly db: Database) {
-    this.reads = orgScopedReads(db, triggers, { statementPrefix: 'triggers', columns: viewColumns });
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {
+    this.reads = orgScopedReads(txHost, triggers, { statementPrefix: 'triggers', columns: viewColumns });
   }
 
   findById(orgId: string, id: string): Promise<TriggerViewRow | null> {
@@ -40,6 +41,6 @@ export class TriggersRepository {
 
   /** Upsert by id, scoped to the org; returns the ids written. */
   upsertMany(orgId: string, rows: NewTriggerRow[]): Promise<string[]> {
-    return upsertOrgRows(this.db, triggers, orgId, rows, ['agentId', 'connectorId', 'connectorType', 'event', 'isActive', 'conditions', 'settings', 'schedule', 'webhookId', 'webhookStatus', 'deactivatedReason', 'deactivatedAt', 'createdAt', 'updatedAt']);
+    return upsertOrgRows(this.txHost.tx, triggers, orgId, rows, ['agentId', 'connectorId', 'connectorType', 'event', 'isActive', 'conditions', 'settings', 'schedule', 'webhookId', 'webhookStatus', 'deactivatedReason', 'deactivatedAt', 'createdAt', 'updatedAt']);
   }
 }

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { TransactionHost } from '@nestjs-cls/transactional';
 import { sql } from 'drizzle-orm';
 import { Client } from 'pg';
+import type { DatabaseTransactions } from '../../src/database/transactions';
 import { createOrg, type TestOrg } from '../support/factories';
 import { startTestCluster, type TestCluster } from '../support/pg-cluster';
 import { createTestApp, type TestApp } from '../support/test-app';
@@ -119,7 +121,7 @@ describe('connections that die while idle (server engine)', () => {
   it('a connection that dies right after BEGIN is retried: only BEGIN had run on it, the work runs again on another connection', async () => {
     const marker = `begin${randomUUID().slice(0, 8)}`;
     let runs = 0;
-    await t.connection.transaction(async () => {
+    await t.connection.transaction(async (tx) => {
       runs++;
       if (runs === 1) {
         // BEGIN has completed on the transaction's connection: its backend dies before the work's first statement
@@ -130,7 +132,28 @@ describe('connections that die while idle (server engine)', () => {
         expect(rows.filter((row) => row.ok)).toHaveLength(1);
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
-      await t.connection.db.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
+      await tx.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
+    });
+    expect(runs).toBe(2);
+    const { rows } = await admin.query<{ name: string }>('select name from orgs where id = $1', [org.orgId]);
+    expect(rows[0].name).toBe(marker);
+  }, 30_000);
+
+  it('through TransactionHost, as services open them: the work run again after a connection lost after BEGIN runs on the new attempt\'s tx', async () => {
+    const txHost: TransactionHost<DatabaseTransactions> = t.app.get(TransactionHost);
+    const marker = `host${randomUUID().slice(0, 8)}`;
+    let runs = 0;
+    await txHost.withTransaction(async () => {
+      runs++;
+      if (runs === 1) {
+        const { rows } = await admin.query<{ ok: boolean }>(
+          `select pg_terminate_backend(pid) as ok from pg_stat_activity
+            where datname = current_database() and pid <> pg_backend_pid() and state = 'idle in transaction'`,
+        );
+        expect(rows.filter((row) => row.ok)).toHaveLength(1);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      await txHost.tx.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
     });
     expect(runs).toBe(2);
     const { rows } = await admin.query<{ name: string }>('select name from orgs where id = $1', [org.orgId]);
@@ -140,13 +163,13 @@ describe('connections that die while idle (server engine)', () => {
   it('a connection that dies in the middle of a transaction is not retried: the work ran once and rolled back', async () => {
     const marker = `mid${randomUUID().slice(0, 8)}`;
     let runs = 0;
-    const attempt = t.connection.transaction(async () => {
+    const attempt = t.connection.transaction(async (tx) => {
       runs++;
-      await t.connection.db.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
-      const { rows } = (await t.connection.db.execute(sql`select pg_backend_pid() as pid`)) as unknown as { rows: Array<{ pid: number }> };
+      await tx.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
+      const { rows } = (await tx.execute(sql`select pg_backend_pid() as pid`)) as unknown as { rows: Array<{ pid: number }> };
       await admin.query('select pg_terminate_backend($1)', [rows[0].pid]);
       await new Promise((resolve) => setTimeout(resolve, 200));
-      await t.connection.db.execute(sql`select 1`);
+      await tx.execute(sql`select 1`);
     });
     await expect(attempt).rejects.toMatchObject({ cause: { code: '08006' } });
     expect(runs).toBe(1);

@@ -37,8 +37,8 @@ describe('db_pool_* gauges (server engine)', () => {
       let began!: () => void;
       started.push(new Promise<void>((resolve) => (began = resolve)));
       holders.push(
-        t.connection.transaction(async () => {
-          await t.connection.db.execute(sql`select 1`);
+        t.connection.transaction(async (tx) => {
+          await tx.execute(sql`select 1`);
           began();
           await gate;
         }),

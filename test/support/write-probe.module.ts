@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Injectable, Module, Param, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Injectable, Module, Param, Patch, Post } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { and, eq, isNull } from 'drizzle-orm';
@@ -8,7 +8,8 @@ import { ApiError, ErrorCode } from '../../src/common/api-error';
 import { uniqueViolationConstraint } from '../../src/database/database-errors';
 import { ApiEnvelope, ApiErrors } from '../../src/common/openapi';
 import type { AuthContext } from '../../src/common/request-context';
-import { DATABASE, type Database } from '../../src/database/database.types';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { DatabaseTransactions } from '../../src/database/transactions';
 import { agents } from '../../src/database/schema';
 import { MAX_RECORD_BYTES } from '../../src/idempotency/idempotency.service';
 
@@ -38,7 +39,7 @@ class ProbeDto {
 
 @Injectable()
 class ProbeService {
-  constructor(@Inject(DATABASE) private readonly db: Database) {}
+  constructor(private readonly txHost: TransactionHost<DatabaseTransactions>) {}
 
   async create(orgId: string, input: ProbeCreate): Promise<ProbeDto> {
     executions.create += 1;
@@ -47,7 +48,7 @@ class ProbeService {
     // widens the window in which concurrent requests overlap
     if (input.handle.startsWith('slow')) await new Promise((resolve) => setTimeout(resolve, 100));
     try {
-      const [row] = await this.db
+      const [row] = await this.txHost.tx
         .insert(agents)
         .values({ id: newId('agent'), orgId, handle: input.handle, name: input.name ?? input.handle })
         .returning();
@@ -64,7 +65,7 @@ class ProbeService {
 
   async update(orgId: string, id: string, input: ProbeUpdate): Promise<ProbeDto> {
     executions.update += 1;
-    const [row] = await this.db
+    const [row] = await this.txHost.tx
       .update(agents)
       .set({ name: input.name, updatedAt: new Date() })
       .where(and(eq(agents.orgId, orgId), eq(agents.id, id), isNull(agents.deletedAt)))
@@ -74,13 +75,13 @@ class ProbeService {
   }
 
   async get(orgId: string, id: string): Promise<ProbeDto> {
-    const [row] = await this.db.select().from(agents).where(and(eq(agents.orgId, orgId), eq(agents.id, id)));
+    const [row] = await this.txHost.tx.select().from(agents).where(and(eq(agents.orgId, orgId), eq(agents.id, id)));
     if (!row) throw new ApiError(ErrorCode.AgentNotFound, 'Agent not found.');
     return { id: row.id, handle: row.handle, name: row.name, created_at: row.createdAt.toISOString() };
   }
 
   async remove(orgId: string, id: string): Promise<{ id: string; deleted: true }> {
-    const [row] = await this.db.delete(agents).where(and(eq(agents.orgId, orgId), eq(agents.id, id))).returning();
+    const [row] = await this.txHost.tx.delete(agents).where(and(eq(agents.orgId, orgId), eq(agents.id, id))).returning();
     if (!row) throw new ApiError(ErrorCode.AgentNotFound, 'Agent not found.');
     return { id: row.id, deleted: true };
   }
