@@ -36,6 +36,19 @@ describe('Conversations', () => {
 
   const list = (org: TestOrg, query: string) => t.http.get(`/api/v1/conversations${query}`).set('Authorization', org.auth);
   const ids = (res: { body: { data: Array<{ id: string }> } }) => res.body.data.map((item) => item.id);
+  /** The ids of up to `max` pages of `query`, following the cursor. */
+  const pagesOf = async (org: TestOrg, query: string, limit: number, max: number) => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let page = 0; page < max; page += 1) {
+      const res = await list(org, `?${query}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(res.status).toBe(200);
+      seen.push(...ids(res));
+      cursor = res.body.meta.next_cursor;
+      if (!cursor) break;
+    }
+    return seen;
+  };
 
   /** Inserts one row that must match and one that must not, then checks the filter keeps exactly the first. */
   async function expectFilter(query: string, matching: Parameters<typeof insertConversation>[2], other: Parameters<typeof insertConversation>[2]) {
@@ -454,18 +467,7 @@ describe('Conversations', () => {
           .filter((row) => row.title.includes(word) && (row.metadata as Record<string, string>)[key] === value)
           .map((row) => row.id)
           .reverse();
-      const pages = async (query: string, limit: number, max: number) => {
-        const seen: string[] = [];
-        let cursor: string | null = null;
-        for (let page = 0; page < max; page += 1) {
-          const res = await list(org, `?${query}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
-          expect(res.status).toBe(200);
-          seen.push(...ids(res));
-          cursor = res.body.meta.next_cursor;
-          if (!cursor) break;
-        }
-        return seen;
-      };
+      const pages = (query: string, limit: number, max: number) => pagesOf(org, query, limit, max);
 
       // matches among the probed rows
       expect(await pages('q=help&metadata[channel]=email', 4, 3)).toEqual(expected('help', 'channel', 'email').slice(0, 12));
@@ -497,18 +499,7 @@ describe('Conversations', () => {
           .filter((row) => row.title.includes(word) && row[key].getTime() >= after.getTime())
           .map((row) => row.id)
           .reverse();
-      const pages = async (query: string, limit: number, max: number) => {
-        const seen: string[] = [];
-        let cursor: string | null = null;
-        for (let page = 0; page < max; page += 1) {
-          const res = await list(org, `?${query}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
-          expect(res.status).toBe(200);
-          seen.push(...ids(res));
-          cursor = res.body.meta.next_cursor;
-          if (!cursor) break;
-        }
-        return seen;
-      };
+      const pages = (query: string, limit: number, max: number) => pagesOf(org, query, limit, max);
       const bound = at(Q_PROBE_ROWS - 40);
       expect(expected('help', 'createdAt', bound).length).toBeGreaterThan(30);
       expect(await pages(`q=help&created_after=${bound.toISOString()}`, 7, 20)).toEqual(expected('help', 'createdAt', bound));

@@ -118,20 +118,23 @@ describe('connections that die while idle (server engine)', () => {
     expect(failed).toEqual([]);
   });
 
+  /** Terminates the one backend idle in a transaction (the test's own, right after its BEGIN), and lets the client see it. */
+  async function killTheTransactionsBackend(): Promise<void> {
+    const { rows } = await admin.query<{ ok: boolean }>(
+      `select pg_terminate_backend(pid) as ok from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid() and state = 'idle in transaction'`,
+    );
+    expect(rows.filter((row) => row.ok)).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+
   it('a connection that dies right after BEGIN is retried: only BEGIN had run on it, the work runs again on another connection', async () => {
     const marker = `begin${randomUUID().slice(0, 8)}`;
     let runs = 0;
     await t.connection.transaction(async (tx) => {
       runs++;
-      if (runs === 1) {
-        // BEGIN has completed on the transaction's connection: its backend dies before the work's first statement
-        const { rows } = await admin.query<{ ok: boolean }>(
-          `select pg_terminate_backend(pid) as ok from pg_stat_activity
-            where datname = current_database() and pid <> pg_backend_pid() and state = 'idle in transaction'`,
-        );
-        expect(rows.filter((row) => row.ok)).toHaveLength(1);
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+      // BEGIN has completed on the transaction's connection: its backend dies before the work's first statement
+      if (runs === 1) await killTheTransactionsBackend();
       await tx.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
     });
     expect(runs).toBe(2);
@@ -145,14 +148,7 @@ describe('connections that die while idle (server engine)', () => {
     let runs = 0;
     await txHost.withTransaction(async () => {
       runs++;
-      if (runs === 1) {
-        const { rows } = await admin.query<{ ok: boolean }>(
-          `select pg_terminate_backend(pid) as ok from pg_stat_activity
-            where datname = current_database() and pid <> pg_backend_pid() and state = 'idle in transaction'`,
-        );
-        expect(rows.filter((row) => row.ok)).toHaveLength(1);
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+      if (runs === 1) await killTheTransactionsBackend();
       await txHost.tx.execute(sql`update orgs set name = ${marker} where id = ${org.orgId}`);
     });
     expect(runs).toBe(2);
