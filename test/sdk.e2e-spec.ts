@@ -300,7 +300,8 @@ describe('every operation of the served document', () => {
     const unreached = operations.filter((operation) => !reached.includes(operation));
     expect(unreached.map((operation) => `${operation}: add its method to sdk/src/index.ts and one call of it above`)).toEqual([]);
     expect(reached.filter((operation) => operation.endsWith('(no operation)'))).toEqual([]);
-    expect(operations).toHaveLength(28);
+    // the document is read, not empty: the check above is over every operation it has
+    expect(operations).toEqual(expect.arrayContaining(['GET /agents', 'POST /agents', 'GET /conversations']));
   });
 
   it('AgentCreate (the generated type) compiles exactly the create bodies the service accepts', async () => {
