@@ -319,24 +319,35 @@ async function main(): Promise<void> {
           named: false,
         };
       };
-      // `q` alone with a term the statistics call frequent skips the trigram step
-      if (Object.keys(filters).length === 1 && (await repository.frequentTerm(filters.q!))) {
-        const byBuckets = await explainBuckets('probe');
-        if (byBuckets) return byBuckets;
+      // a term the statistics call frequent skips the trigram step, alone or beside filters common enough
+      // for the buckets (measured by the density statement, whose cost is counted here)
+      if (repository.bucketFilters(filters) && (await repository.frequentTerm(filters.q!))) {
+        const density = Object.keys(filters).length === 1 ? null : repository.qDensity(BIG_ORG, filters, null);
+        if (density) {
+          const measured = await explainOne(density.build(connection.db), density.values, false, false, print ? 'the filters\' density:' : undefined);
+          service = add(service, measured);
+          generic = add(generic, namedOnly ? skipped : await explainOne(density.build(connection.db), density.values, true).catch(() => timedOut));
+          steps = 'probe+density';
+        }
+        const [scope] = await repository.bucketScope.execute({ orgId: BIG_ORG, q: filters.q });
+        if (!density || (scope && (await repository.commonFilters(BIG_ORG, filters, null, scope)))) {
+          const byBuckets = await explainBuckets(steps);
+          if (byBuckets) return byBuckets;
+        }
       }
       const trigram = repository.qTrigram(BIG_ORG, filters, null, 26)!;
       const second = await explainOne(trigram.build(connection.db), trigram.values, false, true, print ? 'the trigram index (bitmap scans only):' : undefined);
       service = add(service, second);
       generic = add(generic, namedOnly ? skipped : await explainOne(trigram.build(connection.db), trigram.values, true, true).catch(() => timedOut));
-      steps = 'probe+trigram';
+      steps = `${steps}+trigram`;
       // the newest row carries how many matches the index returned: below the bound the page is exact
       const built = trigram.build(connection.db).toSQL();
       await explainClient.query('begin; set local enable_seqscan = off; set local enable_indexscan = off; set local enable_indexonlyscan = off; set local jit = off');
       const res = await explainClient.query(built.sql, fillPlaceholders(built.params, trigram.values) as unknown[]).finally(() => explainClient.query('rollback'));
       if (res.rows.length === 0 || Number(res.rows[0].matched) < Q_TRIGRAM_MATCHES) return { service, generic, steps, named: false };
-      const byBuckets = await explainBuckets('probe+trigram');
+      const byBuckets = await explainBuckets(steps);
       if (byBuckets) return byBuckets;
-      steps = 'probe+trigram+walk';
+      steps = `${steps}+walk`;
     }
     const full = await explainOne(plan.build(connection.db), plan.values, plan.planStable, false, print ? `the list query (${plan.planStable ? 'generic' : 'custom'} plan):` : undefined);
     service = add(service, full);

@@ -568,6 +568,27 @@ describe('Conversations', () => {
       }
     });
 
+    it('measures the filters beside a frequent term only where the buckets can take them, and only with enough rows', async () => {
+      const repository = t.app.get(ConversationsRepository);
+      const org = await createOrg(t.app);
+      await insertBucketRows(org.orgId, Date.parse('2026-05-01T00:00:00Z'));
+      // filters whose index does not return rows newest first are not measured: the trigram step takes them
+      expect(repository.qDensity(org.orgId, { q: 'gecko', metadata: { channel: 'email' } }, null)).toBeNull();
+      expect(repository.qDensity(org.orgId, { q: 'gecko', source: 'embed', createdAfter: '2026-05-01T00:00:00Z' }, null)).toBeNull();
+      expect(repository.qDensity(org.orgId, { q: 'gecko', source: 'embed', isSimulation: false }, null)).not.toBeNull();
+      // 54 rows: fewer than the probe reads, so the filters are not called common (the trigram step reads few rows)
+      const [scope] = await repository.bucketScope.execute({ orgId: org.orgId, q: 'gecko' });
+      expect(scope.edge).toBeNull();
+      expect(await repository.commonFilters(org.orgId, { q: 'gecko', source: 'dashboard' }, null, scope)).toBe(false);
+      // and as if the organization had them (its 5,000th newest row as new as its newest): a value whose newest
+      // 5,000 rows are fewer is not common either; the page is still the plain query's
+      expect(await repository.commonFilters(org.orgId, { q: 'gecko', source: 'dashboard' }, null, { ...scope, edge: scope.newest })).toBe(false);
+      const page = await list(org, '?q=gecko&source=embed&limit=3');
+      expect(page.status).toBe(200);
+      expect(page.body.data).toHaveLength(3);
+      expect(page.body.data.every((item: { source: string; title: string }) => item.source === 'embed' && /gecko/i.test(item.title))).toBe(true);
+    });
+
     it('does not apply to a term without three letters or digits in a row (the walk answers it)', async () => {
       const repository = t.app.get(ConversationsRepository);
       const org = await createOrg(t.app);

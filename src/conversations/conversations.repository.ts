@@ -71,6 +71,24 @@ export const Q_TRIGRAM_MATCHES = 2_000;
 const Q_FREQUENT_SHARE = 0.005;
 
 /**
+ * The smallest share of the organization's rows the filters beside a frequent `q` may keep for it to go to the id
+ * buckets with them. The buckets check those filters on the term's matches, so the matches read for a page grow as
+ * 1/share (250 for a page of 25 at 10 %); below it the trigram step, whose bitmap joins the filter's own index and
+ * answers a rare or absent value at once, where the buckets would read every match of the term to find none.
+ */
+const Q_BUCKET_FILTER_SHARE = 0.1;
+/**
+ * The filters that may go to the id buckets beside a frequent `q`: equalities and flags whose density is one short
+ * read of their own index, newest first (the rows the probe has just read). The others keep the trigram step.
+ */
+const BUCKET_FILTERS: ReadonlySet<string> = new Set<keyof ConversationFilters>(['q', 'agentId', 'source', 'model', 'isSimulation', 'isOnboarding']);
+
+/** The creation second of an id (its first 8 hex digits after the prefix). */
+function idSecond(id: string): number {
+  return parseInt(id.slice(5, 13), 16);
+}
+
+/**
  * The planner settings of the trigram step, for its transaction only: a bitmap scan is the one way left to it;
  * and no JIT compilation, which its cost estimate (over the jit threshold at 10 M rows) switched on, spending
  * ~50 ms of a 166 ms statement compiling code for 20,000 rows.
@@ -112,7 +130,7 @@ const ORG_KEY_BELOW_ROWS_PER_BUCKET = 1_000;
 /** Whether the organization's rows are sparse enough in a bucket for its bucket key to pay (from the probe's span of ids). */
 function sparseOrganization(scope: QBucketScope): boolean {
   if (!scope.edge || !scope.newest) return true;
-  const seconds = parseInt(scope.newest.slice(5, 13), 16) - parseInt(scope.edge.slice(5, 13), 16) + 1;
+  const seconds = idSecond(scope.newest) - idSecond(scope.edge) + 1;
   return (Q_PROBE_ROWS * 2 ** 16) / seconds < ORG_KEY_BELOW_ROWS_PER_BUCKET;
 }
 
@@ -317,12 +335,17 @@ export class ConversationsRepository {
     if (probe) {
       const recent = await this.listStatement(`q-probe:${probe.shape}`, false, probe.build).execute(probe.values);
       if (recent.length >= fetch) return recent;
-      // only for `q` alone: beside another filter the trigram step's bitmap joins that filter's index, which
-      // answers a frequent term with a rare or absent value at once (an absent agent: 0.06 ms), where the
-      // buckets would read every match of the term, bucket after bucket, to find none (the 10 s timeout)
-      if (Object.keys(filters).length === 1 && (await this.frequentTerm(filters.q!))) {
-        const byBuckets = await this.listByBuckets(orgId, filters, afterId, fetch);
-        if (byBuckets) return byBuckets;
+      // a frequent term skips the trigram step, whose bitmap would read millions of posting-list entries,
+      // alone or beside filters common enough for the buckets (commonFilters); beside a rare or absent value
+      // that bitmap joins the value's index and answers at once (an absent agent: 0.06 ms), where the buckets
+      // would read every match of the term, bucket after bucket, to find none (the 10 s timeout)
+      const alone = Object.keys(filters).length === 1;
+      if (this.bucketFilters(filters) && (await this.frequentTerm(filters.q!))) {
+        const [scope] = await this.bucketScope.execute({ orgId, q: filters.q });
+        if (alone || (scope && (await this.commonFilters(orgId, filters, afterId, scope)))) {
+          const byBuckets = await this.listByBuckets(orgId, filters, afterId, fetch, scope);
+          if (byBuckets) return byBuckets;
+        }
       }
       const trigram = this.qTrigram(orgId, filters, afterId, fetch)!;
       const statement = this.listStatement(`q-trigram:${trigram.shape}`, false, trigram.build);
@@ -453,10 +476,53 @@ export class ConversationsRepository {
     return Number(row?.share ?? 0) >= Q_FREQUENT_SHARE;
   }
 
+  /**
+   * Whether the filters beside `q` keep at least Q_BUCKET_FILTER_SHARE of the organization's rows: the seconds
+   * spanned by their newest Q_PROBE_ROWS rows below the cursor against the organization's newest Q_PROBE_ROWS
+   * (`scope.edge`). False for other filters than BUCKET_FILTERS, and for an organization or a value with fewer
+   * rows than that (the trigram step reads few of them).
+   */
+  async commonFilters(orgId: string, filters: ConversationFilters, afterId: string | null, scope: QBucketScope): Promise<boolean> {
+    const density = this.qDensity(orgId, filters, afterId);
+    if (!density || !scope.newest || !scope.edge) return false;
+    const statement = this.listStatement(`q-density:${density.shape}`, false, density.build);
+    const [row] = (await statement.execute(density.values)) as unknown as Array<{ id: string | null; count: number }>;
+    if (!row?.id || Number(row.count) < Q_PROBE_ROWS) return false;
+    const filtered = idSecond(afterId ?? scope.newest) - idSecond(row.id) + 1;
+    const all = idSecond(scope.newest) - idSecond(scope.edge) + 1;
+    return all >= filtered * Q_BUCKET_FILTER_SHARE;
+  }
+
+  /** Whether these filters may go to the id buckets beside a frequent `q` (the rest is commonFilters' measure). */
+  bucketFilters(filters: ConversationFilters): boolean {
+    return Object.keys(filters).every((key) => BUCKET_FILTERS.has(key));
+  }
+
+  /**
+   * The statement of commonFilters: the oldest id of the newest Q_PROBE_ROWS rows passing the filters beside `q`,
+   * below the cursor, and how many there are. Null for filters the buckets do not take.
+   */
+  qDensity(orgId: string, filters: ConversationFilters, afterId: string | null) {
+    const { q: _q, ...others } = filters;
+    if (!this.bucketFilters(others)) return null;
+    const inner = this.listQuery(orgId, others, afterId, Q_PROBE_ROWS);
+    const build = (db: Database) => {
+      const newest = (inner.build(db) as unknown as ReturnType<typeof selectSummaries>).as('newest');
+      return db.select({ id: sql<string | null>`min(${newest.id})`, count: sql<number>`count(*)` }).from(newest) as unknown as ListQuery;
+    };
+    return { shape: inner.shape, values: inner.values, build };
+  }
+
   /** The page of `q` by `qBuckets`, or null where it does not apply (then the ordered walk finds it). */
-  async listByBuckets(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[] | null> {
+  async listByBuckets(
+    orgId: string,
+    filters: ConversationFilters,
+    afterId: string | null,
+    fetch: number,
+    known?: QBucketScope,
+  ): Promise<ConversationSummaryRow[] | null> {
     if (filters.q === undefined) return null;
-    const [scope] = await this.bucketScope.execute({ orgId, q: filters.q });
+    const scope = known ?? (await this.bucketScope.execute({ orgId, q: filters.q }))[0];
     const buckets = this.qBuckets(orgId, filters, afterId, fetch, scope);
     if (!buckets) return null;
     const statement = this.listStatement(`q-buckets:${buckets.shape}`, false, buckets.build);

@@ -57,9 +57,27 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     expect(await buckets.mock.results[0].value).toHaveLength(6); // the page and one more (limit + 1 tells whether a next page exists)
     const next = await list(org, `?q=gecko&limit=5&cursor=${first.body.meta.next_cursor}`);
     expect(ids(next)).toEqual(newestMatches.slice(5, 10));
-    // with a filter beside it, the same steps
+    // beside a filter that keeps every row, the same steps: the filter's newest rows span what the organization's do
+    const common = jest.spyOn(repository, 'commonFilters');
+    buckets.mockClear();
     const filtered = await list(org, '?q=gecko&source=dashboard&limit=3');
     expect(ids(filtered)).toEqual(newestMatches.slice(0, 3));
+    expect(await common.mock.results[0].value).toBe(true);
+    expect(await buckets.mock.results[0].value).toHaveLength(4);
+    const filteredNext = await list(org, `?q=gecko&source=dashboard&limit=3&cursor=${filtered.body.meta.next_cursor}`);
+    expect(ids(filteredNext)).toEqual(newestMatches.slice(3, 6));
+    // beside a value no row has (or one with fewer rows than the probe reads) the trigram step answers, not the buckets
+    for (const query of ['source=embed', 'agent_id=agent_5ca1e2ffffffffffffffffff', 'model=o1']) {
+      common.mockClear();
+      buckets.mockClear();
+      expect(ids(await list(org, `?q=gecko&${query}&limit=3`))).toEqual([]);
+      expect(await common.mock.results[0].value).toBe(false);
+      expect(buckets).not.toHaveBeenCalled();
+    }
+    // a filter the buckets do not take (metadata) is not measured: the trigram step
+    common.mockClear();
+    expect(ids(await list(org, '?q=gecko&metadata[channel]=email&limit=3'))).toEqual([]);
+    expect(common).not.toHaveBeenCalled();
     // one row every 70 seconds: the matches span three of the index's 2^16-second id buckets, the newest 152
     // of them in the newest; pages of 100 across that boundary are the plain query's
     let cursor: string | null = null;
