@@ -93,17 +93,14 @@ function idSecond(id: string): number {
  * and no JIT compilation, which its cost estimate (over the jit threshold at 10 M rows) switched on, spending
  * ~50 ms of a 166 ms statement compiling code for 20,000 rows.
  */
-const BITMAP_SCANS_ONLY = sql.raw(
-  `select set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true), set_config('enable_indexonlyscan', 'off', true), set_config('jit', 'off', true)`,
-);
+const BITMAP_SCANS_SETTINGS = `set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true), set_config('enable_indexonlyscan', 'off', true), set_config('jit', 'off', true)`;
+const BITMAP_SCANS_ONLY = sql.raw(`select ${BITMAP_SCANS_SETTINGS}`);
 
 /**
  * The bucket step's settings, for its transaction only: BITMAP_SCANS_ONLY, and no parallel workers, which the
  * planner started for each bucket's scan (two workers launched per bucket, 17 ms each, 6.9-12.3 s in all at 10 M).
  */
-const BUCKET_SCANS = sql.raw(
-  `select set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true), set_config('enable_indexonlyscan', 'off', true), set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`,
-);
+const BUCKET_SCANS = sql.raw(`select ${BITMAP_SCANS_SETTINGS}, set_config('max_parallel_workers_per_gather', '0', true)`);
 
 /** The organization's metadata documents keyed by the organization, spelled like the `conversations_org_metadata_gin` index. */
 const ORG_METADATA = sql.raw(`jsonb_set('{}'::jsonb, ARRAY["conversations"."org_id"], "conversations"."metadata")`);
@@ -349,10 +346,7 @@ export class ConversationsRepository {
       }
       const trigram = this.qTrigram(orgId, filters, afterId, fetch)!;
       const statement = this.listStatement(`q-trigram:${trigram.shape}`, false, trigram.build);
-      const matched = (await this.txHost.withTransaction(async () => {
-        await this.txHost.tx.execute(BITMAP_SCANS_ONLY);
-        return statement.execute(trigram.values);
-      })) as Array<ConversationSummaryRow & { matched?: number }>;
+      const matched = (await this.withSettings(BITMAP_SCANS_ONLY, statement, trigram.values)) as Array<ConversationSummaryRow & { matched?: number }>;
       if (matched.length === 0 || Number(matched[0].matched) < Q_TRIGRAM_MATCHES) return matched.map(({ matched: _count, ...row }) => row);
       const byBuckets = await this.listByBuckets(orgId, filters, afterId, fetch);
       if (byBuckets) return byBuckets;
@@ -526,9 +520,14 @@ export class ConversationsRepository {
     const buckets = this.qBuckets(orgId, filters, afterId, fetch, scope);
     if (!buckets) return null;
     const statement = this.listStatement(`q-buckets:${buckets.shape}`, false, buckets.build);
+    return this.withSettings(BUCKET_SCANS, statement, buckets.values);
+  }
+
+  /** Runs `statement` under planner `settings` set for its own transaction only (`set_config(…, true)`). */
+  private withSettings(settings: SQL, statement: ListStatement, values: Record<string, unknown>): Promise<ConversationSummaryRow[]> {
     return this.txHost.withTransaction(async () => {
-      await this.txHost.tx.execute(BUCKET_SCANS);
-      return statement.execute(buckets.values);
+      await this.txHost.tx.execute(settings);
+      return statement.execute(values);
     });
   }
 
