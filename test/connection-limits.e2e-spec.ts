@@ -66,8 +66,6 @@ function get(port: number, localAddress: string, path: string, headers: Record<s
   });
 }
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
-
 describe('more idle connections than HTTP_MAX_CONNECTIONS from one address', () => {
   let t: TestApp;
   let port: number;
@@ -88,8 +86,9 @@ describe('more idle connections than HTTP_MAX_CONNECTIONS from one address', () 
     for (let i = 0; i < 8; i++) held.push(await holdIdleAfterAnswer(port, '127.0.0.2'));
     for (let i = 0; i < 3; i++) held.push(await hold(port, '127.0.0.2'));
     for (let i = 0; i < 3; i++) held.push(await hold(port, '127.0.0.2', 'GET /api/v1/ HTTP/1.1\r\nHost: x\r\n'));
-    await settle();
+    // the server closed them as the newcomers came: wait until this side has seen it
     const open = () => held.filter((h) => !h.isClosed()).length;
+    await until(() => open() <= 8);
     expect(open()).toBe(8);
     // the six closed are the six opened first
     expect(held.map((h) => h.isClosed())).toEqual([...Array(6).fill(true), ...Array(8).fill(false)]);
@@ -97,8 +96,7 @@ describe('more idle connections than HTTP_MAX_CONNECTIONS from one address', () 
     expect(await get(port, '127.0.0.3', '/api/v1/org', { authorization: auth })).toBe(200);
     expect(await get(port, '127.0.0.3', '/healthz')).toBe(200);
     expect(await get(port, '127.0.0.3', '/readyz')).toBe(200);
-    await settle();
-    expect(open()).toBeLessThanOrEqual(8);
+    await until(() => open() <= 8);
   });
 });
 
@@ -121,7 +119,7 @@ describe('HTTP_MAX_CONNECTIONS_PER_ADDRESS', () => {
     const mine: Held[] = [];
     for (let i = 0; i < 5; i++) mine.push(await holdIdleAfterAnswer(port, '127.0.0.2'));
     held.push(...mine);
-    await settle();
+    await until(() => mine.filter((h) => h.isClosed()).length >= 2);
     expect(mine.map((h) => h.isClosed())).toEqual([true, true, false, false, false]);
   });
 
@@ -176,7 +174,7 @@ describe('slow bodies without a key', () => {
       expect(await get(port, '127.0.0.2', '/healthz')).toBe(200);
     }
     held.push(...keyless);
-    await settle();
+    await until(() => keyless.filter((h) => !h.isClosed()).length <= 4);
     // twenty connections still sending bodies from one address, and it holds at most its bound, the oldest closed first
     const open = keyless.filter((h) => !h.isClosed()).length;
     expect(open).toBeLessThanOrEqual(4);
@@ -221,7 +219,7 @@ describe('slow bodies with a key', () => {
     await new Promise((resolve) => setTimeout(resolve, 100 + 50));
     expect(await get(port, '127.0.0.3', '/healthz')).toBe(200);
     expect(await get(port, '127.0.0.3', '/api/v1/org', { authorization: org.auth })).toBe(200);
-    await settle();
+    await until(() => slow.some((h) => h.isClosed()));
     // one closed per new connection that found no room (the first one's may have closed before the second came)
     const closed = slow.filter((h) => h.isClosed()).length;
     expect(closed).toBeGreaterThanOrEqual(1);
@@ -281,7 +279,7 @@ describe('a client that hangs up while its request waits for its tenant\'s slots
     await until(() => guard.keys.held(org.keyId) === 1);
     const waiting = await hold(port, '127.0.0.2', slowPost(org.auth));
     held.push(waiting);
-    await settle();
+    await until(() => guard.keys.waiting(org.keyId) === 1);
     // the waiting one leaves, then the first one: the slot passes to the waiter, whose client is gone
     waiting.socket.destroy();
     await waiting.closed;

@@ -29,6 +29,11 @@ export class KeyedSlots {
     return this.slots.get(name)?.held ?? 0;
   }
 
+  /** requests waiting for one of `name`'s slots */
+  waiting(name: string): number {
+    return this.slots.get(name)?.waiting.length ?? 0;
+  }
+
   /** The release function of a free slot, taken now; null when all `limit` are held (waiters included). */
   tryAcquire(name: string): (() => void) | null {
     let slot = this.slots.get(name);
