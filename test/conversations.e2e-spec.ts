@@ -478,6 +478,66 @@ describe('Conversations', () => {
     });
   });
 
+  describe('metadata[…]: the newest rows first, then the metadata index (alone) or the term\'s matches (beside q)', () => {
+    it('gives the plain filter\'s rows, newest first, page after page, beside other filters, below a *_before bound and beside q', async () => {
+      const repository = t.app.get(ConversationsRepository);
+      const org = await createOrg(t.app);
+      const agent = 'agent_5ca1e2000000000000000077';
+      const start = Date.parse('2026-06-01T00:00:00Z');
+      const at = (i: number) => new Date(start + i * 1000);
+      // more rows than the probe reads: "email" on every seventh, "gold" only on old rows outside the probe;
+      // every third row backdated by a day (the split's second branch), one in 500 postdated
+      const rows = Array.from({ length: Q_PROBE_ROWS + 10 }, (_, i) => ({
+        id: newId('conversation', at(i)),
+        orgId: org.orgId,
+        title: i < 30 ? `walrus ${i}` : `order ${i}`,
+        source: 'dashboard',
+        agentId: i % 5 === 0 ? agent : null,
+        conversationNumber: i + 1,
+        metadata: { channel: i % 7 === 0 ? 'email' : 'web', ...(i >= 3 && i < 9 ? { tier: 'gold' } : {}) },
+        createdAt: new Date(at(i).getTime() + (i % 500 === 250 ? 86_400_000 : i % 3 === 0 ? -86_400_000 : 0)),
+        lastMessageAt: at(i % 2 === 0 ? i : i - 3000),
+      }));
+      for (let i = 0; i < rows.length; i += 1000) await t.connection.db.insert(conversations).values(rows.slice(i, i + 1000));
+      type Row = (typeof rows)[number];
+      const expected = (keep: (row: Row) => boolean) =>
+        rows
+          .filter(keep)
+          .map((row) => row.id)
+          .reverse();
+      const email = (row: Row) => row.metadata.channel === 'email';
+      const gold = (row: Row) => row.metadata.tier === 'gold';
+      const before = at(4000);
+      const after = at(Q_PROBE_ROWS - 100);
+      const cases: Array<[string, (row: Row) => boolean]> = [
+        // a common value: the probe's rows fill the pages
+        ['metadata[channel]=email', email],
+        [`metadata[channel]=email&agent_id=${agent}`, (row) => email(row) && row.agentId === agent],
+        [`metadata[channel]=email&created_before=${before.toISOString()}`, (row) => email(row) && row.createdAt <= before],
+        [`metadata[channel]=email&last_message_before=${before.toISOString()}`, (row) => email(row) && row.lastMessageAt <= before],
+        [`metadata[channel]=email&created_after=${after.toISOString()}`, (row) => email(row) && row.createdAt >= after],
+        // a value only older than the probed rows: its index answers, every row of it
+        ['metadata[tier]=gold', gold],
+        [`metadata[tier]=gold&created_before=${before.toISOString()}`, (row) => gold(row) && row.createdAt <= before],
+        [`metadata[tier]=gold&last_message_before=${at(2).toISOString()}`, (row) => gold(row) && row.lastMessageAt <= at(2)],
+        ['metadata[tier]=silver', () => false],
+        // beside `q`, the trigram step checks the metadata on the term's matches: the newest of them do not pass
+        ['q=walrus&metadata[tier]=gold', (row) => row.title.startsWith('walrus') && gold(row)],
+        ['q=walrus&metadata[channel]=email', (row) => row.title.startsWith('walrus') && email(row)],
+      ];
+      for (const [query, keep] of cases) {
+        const want = expected(keep);
+        expect({ query, seen: await pagesOf(org, query, 7, 30) }).toEqual({ query, seen: want.slice(0, 7 * 30) });
+      }
+      // the common cases are long enough to cross pages, and the split's backdated rows are among them
+      expect(expected((row) => email(row) && row.createdAt <= before).length).toBeGreaterThan(100);
+      // the probe reads below a *_before bound for metadata alone; beside `q` the split query answers
+      expect(repository.probe(org.orgId, { metadata: { channel: 'email' }, lastMessageBefore: before.toISOString() }, null, 8)).not.toBeNull();
+      expect(repository.probe(org.orgId, { metadata: { channel: 'email' }, q: 'order', createdBefore: before.toISOString() }, null, 8)).toBeNull();
+      expect(repository.probe(org.orgId, { agentId: agent }, null, 8)).toBeNull();
+    });
+  });
+
   describe('q beside created_after / last_message_after: the bounds checked on the probed rows', () => {
     it('gives the plain filter\'s rows, newest first, page after page, with backdated and postdated rows', async () => {
       const org = await createOrg(t.app);
@@ -566,6 +626,36 @@ describe('Conversations', () => {
       } finally {
         dense.mockRestore();
       }
+    });
+
+    it('stops after reading its row bound of the term\'s matches without a full page, and says so (null), never a short page', async () => {
+      const repository = t.app.get(ConversationsRepository);
+      const org = await createOrg(t.app);
+      await insertBucketRows(org.orgId, Date.parse('2026-07-01T00:00:00Z'));
+      const c = conversations;
+      const plain = (
+        await t.connection.db
+          .select({ id: c.id })
+          .from(c)
+          .where(and(eq(c.orgId, org.orgId), ilike(c.title, '%gecko%'), eq(c.source, 'embed')))
+          .orderBy(desc(c.id))
+      ).map((row) => row.id);
+      expect(plain.length).toBeGreaterThan(4);
+      const answers: Array<[number, string[] | null]> = [];
+      for (const rowBound of [1, 2, 3, 5, 8, 13, 21, 34, 55, 1_000]) {
+        const rows = await repository.listByBuckets(org.orgId, { q: 'gecko', source: 'embed' }, null, 4, undefined, rowBound);
+        answers.push([rowBound, rows === null ? null : rows.map((row) => row.id)]);
+      }
+      // a small bound stops before the page is full (null: the next step answers); a large one gives the page;
+      // whatever the bound, a page is never cut short by it
+      expect(answers[0]).toEqual([1, null]);
+      expect(answers[answers.length - 1]).toEqual([1_000, plain.slice(0, 4)]);
+      for (const [rowBound, ids] of answers) if (ids !== null) expect({ rowBound, ids }).toEqual({ rowBound, ids: plain.slice(0, 4) });
+      // the last page, shorter than the limit, is exact when the walk reached the oldest bucket within the bound
+      const last = await repository.listByBuckets(org.orgId, { q: 'gecko', source: 'embed' }, plain[plain.length - 2], 4, undefined, 1_000);
+      expect(last?.map((row) => row.id)).toEqual(plain.slice(-1));
+      // and without any match: an empty page, not a bound
+      expect(await repository.listByBuckets(org.orgId, { q: 'zzzzqq' }, null, 4, undefined, 1)).toEqual([]);
     });
 
     it('measures the filters beside a frequent term only where the buckets can take them, and only with enough rows', async () => {

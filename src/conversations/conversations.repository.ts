@@ -69,6 +69,13 @@ export const Q_TRIGRAM_MATCHES = 2_000;
  * trigram step's posting lists are short enough).
  */
 const Q_FREQUENT_SHARE = 0.005;
+/**
+ * Matches of `q` the id buckets may read (the rows their lookups return, passing the other filters or not) before
+ * they stop and leave the page to the trigram step. Beside filters that keep 10 % of the rows a page reads ~250
+ * of them (Q_BUCKET_FILTER_SHARE); a common value that never occurs with a frequent term would read all its
+ * matches, bucket after bucket, to find none (docs/decisions.md).
+ */
+export const Q_BUCKET_ROWS = 5_000;
 
 /**
  * The smallest share of the organization's rows the filters beside a frequent `q` may keep for it to go to the id
@@ -328,31 +335,39 @@ export class ConversationsRepository {
    * their values (docs/decisions.md, "Prepared list statements").
    */
   async list(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[]> {
-    const probe = this.qProbe(orgId, filters, afterId, fetch);
+    const probe = this.probe(orgId, filters, afterId, fetch);
     if (probe) {
-      const recent = await this.listStatement(`q-probe:${probe.shape}`, false, probe.build).execute(probe.values);
+      const recent = await this.listStatement(`probe:${probe.shape}`, false, probe.build).execute(probe.values);
       if (recent.length >= fetch) return recent;
-      // a frequent term skips the trigram step, whose bitmap would read millions of posting-list entries,
-      // alone or beside filters common enough for the buckets (commonFilters); beside a rare or absent value
-      // that bitmap joins the value's index and answers at once (an absent agent: 0.06 ms), where the buckets
-      // would read every match of the term, bucket after bucket, to find none (the 10 s timeout)
-      const alone = Object.keys(filters).length === 1;
-      if (this.bucketFilters(filters) && (await this.frequentTerm(filters.q!))) {
-        const [scope] = await this.bucketScope.execute({ orgId, q: filters.q });
-        if (alone || (scope && (await this.commonFilters(orgId, filters, afterId, scope)))) {
-          const byBuckets = await this.listByBuckets(orgId, filters, afterId, fetch, scope);
-          if (byBuckets) return byBuckets;
-        }
+      // without `q`, a metadata value absent from the newest rows is rare: its own index answers it (the walk below)
+      if (filters.q !== undefined) {
+        const byTerm = await this.listByTerm(orgId, filters, afterId, fetch);
+        if (byTerm) return byTerm;
       }
-      const trigram = this.qTrigram(orgId, filters, afterId, fetch)!;
-      const statement = this.listStatement(`q-trigram:${trigram.shape}`, false, trigram.build);
-      const matched = (await this.withSettings(BITMAP_SCANS_ONLY, statement, trigram.values)) as Array<ConversationSummaryRow & { matched?: number }>;
-      if (matched.length === 0 || Number(matched[0].matched) < Q_TRIGRAM_MATCHES) return matched.map(({ matched: _count, ...row }) => row);
-      const byBuckets = await this.listByBuckets(orgId, filters, afterId, fetch);
-      if (byBuckets) return byBuckets;
     }
     const plan = this.listQuery(orgId, filters, afterId, fetch);
     return this.listStatement(plan.shape, plan.planStable, plan.build).execute(plan.values);
+  }
+
+  /** `q` after the probe: the id buckets or the trigram step; null when neither answered exactly (then the walk). */
+  private async listByTerm(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[] | null> {
+    // a frequent term skips the trigram step, whose bitmap would read millions of posting-list entries,
+    // alone or beside filters common enough for the buckets (commonFilters); beside a rare or absent value
+    // that bitmap joins the value's index and answers at once (an absent agent: 0.06 ms), where the buckets
+    // would read every match of the term to find none (their row bound stops them, then the trigram step)
+    const alone = Object.keys(filters).length === 1;
+    if (this.bucketFilters(filters) && (await this.frequentTerm(filters.q!))) {
+      const [scope] = await this.bucketScope.execute({ orgId, q: filters.q });
+      if (alone || (scope && (await this.commonFilters(orgId, filters, afterId, scope)))) {
+        const byBuckets = await this.listByBuckets(orgId, filters, afterId, fetch, scope);
+        if (byBuckets) return byBuckets;
+      }
+    }
+    const trigram = this.qTrigram(orgId, filters, afterId, fetch)!;
+    const statement = this.listStatement(`q-trigram:${trigram.shape}`, false, trigram.build);
+    const read = (await this.withSettings(BITMAP_SCANS_ONLY, statement, trigram.values)) as Array<ConversationSummaryRow & { matched?: number; passes?: boolean }>;
+    if (read.length === 0 || Number(read[0].matched) < Q_TRIGRAM_MATCHES) return read.filter((row) => row.passes).map(({ matched: _count, passes: _passes, ...row }) => row);
+    return this.listByBuckets(orgId, filters, afterId, fetch);
   }
 
   /**
@@ -374,16 +389,21 @@ export class ConversationsRepository {
   }
 
   /**
-   * `q` first looks at the newest Q_PROBE_ROWS conversations that pass the
-   * other filters (an ordered index walk that stops there): a term in many
-   * titles fills the page from them, where the trigram index would have
-   * returned every matching row of the organization to be sorted. When the
-   * page is not full, the term is rare enough for the trigram index, and the
-   * full query runs. The page is the same either way: those rows are the
-   * newest candidates, so their matches are the newest matches.
+   * `q` and `metadata[…]` first look at the newest Q_PROBE_ROWS conversations
+   * that pass the other filters (an ordered index walk that stops there): a
+   * term in many titles, or a common metadata value, fills the page from
+   * them, where the trigram or metadata index would have returned every
+   * matching row of the organization (166,491 for a metadata value in 1.7 %
+   * of the rows at 10 M: 46 ms to read that index alone). When the page is
+   * not full, the value is rare enough for its index, and the next step runs.
+   * The page is the same either way: those rows are the newest candidates, so
+   * their matches are the newest matches.
    */
-  qProbe(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number) {
-    if (filters.q === undefined || filters.createdBefore || filters.lastMessageBefore) return null;
+  probe(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number) {
+    if (filters.q === undefined && filters.metadata === undefined) return null;
+    // `q` with a `*_before` bound: the split query, planned whole, answers it (the trigram and bucket steps
+    // do not take the split); metadata alone is probed below the bound too (the split is an ordered walk)
+    if (filters.q !== undefined && (filters.createdBefore || filters.lastMessageBefore)) return null;
     // metadata is checked on the probed rows, not used to pick them: no index returns its matches
     // in id order, so the newest 5,000 rows with a common key walked the organization's rows
     // (hundreds of thousands per 5,000 at 1 M); the newest matches of a prefix are still the newest
@@ -399,7 +419,7 @@ export class ConversationsRepository {
       ...(lastMessageAfter === undefined ? {} : { probeLastMessageAfter: new Date(lastMessageAfter).toISOString() }),
       fetch: Q_PROBE_ROWS,
       probeFetch: fetch,
-      q: likeContains(q),
+      ...(q === undefined ? {} : { q: likeContains(q) }),
     };
     const build = (db: Database) => {
       const recent = (inner.build(db) as unknown as ReturnType<typeof selectSummaries>).as('recent');
@@ -408,7 +428,7 @@ export class ConversationsRepository {
         .from(recent)
         .where(
           and(
-            sql`${recent.title} ilike ${sql.placeholder('q')}`,
+            q === undefined ? undefined : sql`${recent.title} ilike ${sql.placeholder('q')}`,
             ...probed.map((filter) => filter.condition(sql`jsonb_set('{}'::jsonb, ARRAY[${recent.orgId}], ${recent.metadata})`)),
             createdAfter === undefined ? undefined : gte(recent.createdAt, sql.placeholder('probeCreatedAfter')),
             lastMessageAfter === undefined ? undefined : gte(recent.lastMessageAt, sql.placeholder('probeLastMessageAfter')),
@@ -417,7 +437,12 @@ export class ConversationsRepository {
         .orderBy(desc(recent.id))
         .limit(sql.placeholder('probeFetch'));
     };
-    const checked = [...probed.map((filter) => filter.shape), ...(createdAfter ? ['createdAfter'] : []), ...(lastMessageAfter ? ['lastMessageAfter'] : [])];
+    const checked = [
+      ...(q === undefined ? [] : ['q']),
+      ...probed.map((filter) => filter.shape),
+      ...(createdAfter ? ['createdAfter'] : []),
+      ...(lastMessageAfter ? ['lastMessageAfter'] : []),
+    ];
     return { shape: [inner.shape, ...checked].join(','), values, build };
   }
 
@@ -428,24 +453,33 @@ export class ConversationsRepository {
    * Q_TRIGRAM_MATCHES of them, the newest `fetch` kept. Each row carries
    * `matched`, how many the index returned: the page is exact below the
    * bound; at the bound the term is frequent, and the id buckets find its
-   * newest matches sooner than reading all of them would.
+   * newest matches sooner than reading all of them would. `metadata[…]` is
+   * checked on the matches read, not joined from its index: a common value's
+   * index entries (166,491 at 10 M, 46 ms) cost more than checking the term's
+   * few matches. Each row carries `passes`, whether it passes the metadata
+   * too: the rows that do come first, and one that does not still tells
+   * `matched` when none does.
    */
   qTrigram(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number) {
     if (filters.q === undefined || filters.createdBefore || filters.lastMessageBefore) return null;
     const inner = this.listQuery(orgId, filters, afterId, fetch);
     const values = { ...inner.values, matchBound: Q_TRIGRAM_MATCHES };
+    const { metadata, ...indexed } = filters;
+    const checked = metadataFilters(orgId, metadata);
     const build = (db: Database) => {
       const c = conversations;
-      const where = and(eq(c.orgId, sql.placeholder('orgId')), ...listTerms(orgId, filters, afterId).map((term) => term.condition()));
-      const all = db.select({ id: c.id }).from(c).where(where).limit(sql.placeholder('matchBound')).as('matches');
+      const where = and(eq(c.orgId, sql.placeholder('orgId')), ...listTerms(orgId, indexed, afterId).map((term) => term.condition()));
+      const all = db.select({ id: c.id, orgId: c.orgId, metadata: c.metadata }).from(c).where(where).limit(sql.placeholder('matchBound')).as('matches');
+      const document = sql`jsonb_set('{}'::jsonb, ARRAY[${all.orgId}], ${all.metadata})`;
+      const passes = checked.length === 0 ? sql`true` : sql`coalesce(${and(...checked.map((filter) => filter.condition(document)))}, false)`;
       const newest = db
-        .select({ id: all.id, matched: sql<number>`count(*) over ()`.as('matched') })
+        .select({ id: all.id, matched: sql<number>`count(*) over ()`.as('matched'), passes: sql<boolean>`${passes}`.as('passes') })
         .from(all)
-        .orderBy(desc(all.id))
+        .orderBy(...(checked.length === 0 ? [] : [sql`${passes} desc`]), desc(all.id))
         .limit(sql.placeholder('fetch'))
         .as('newest');
       return db
-        .select({ ...summaryColumns, matched: newest.matched })
+        .select({ ...summaryColumns, matched: newest.matched, passes: newest.passes })
         .from(c)
         .innerJoin(newest, and(eq(c.orgId, sql.placeholder('orgId')), eq(c.id, newest.id)))
         .orderBy(desc(c.id)) as unknown as ListQuery;
@@ -507,20 +541,27 @@ export class ConversationsRepository {
     return { shape: inner.shape, values: inner.values, build };
   }
 
-  /** The page of `q` by `qBuckets`, or null where it does not apply (then the ordered walk finds it). */
+  /**
+   * The page of `q` by `qBuckets`, or null where it does not apply or the buckets read `rowBound` of the term's
+   * matches without filling the page (then the trigram step or the ordered walk answers).
+   */
   async listByBuckets(
     orgId: string,
     filters: ConversationFilters,
     afterId: string | null,
     fetch: number,
     known?: QBucketScope,
+    rowBound = Q_BUCKET_ROWS,
   ): Promise<ConversationSummaryRow[] | null> {
     if (filters.q === undefined) return null;
     const scope = known ?? (await this.bucketScope.execute({ orgId, q: filters.q }))[0];
-    const buckets = this.qBuckets(orgId, filters, afterId, fetch, scope);
+    const buckets = this.qBuckets(orgId, filters, afterId, fetch, scope, rowBound);
     if (!buckets) return null;
     const statement = this.listStatement(`q-buckets:${buckets.shape}`, false, buckets.build);
-    return this.withSettings(BUCKET_SCANS, statement, buckets.values);
+    const rows = (await this.withSettings(BUCKET_SCANS, statement, buckets.values)) as Array<ConversationSummaryRow & { bounded: boolean | null }>;
+    // one row at least: the page's rows, or a row of nulls when it is empty
+    const page = rows.filter((row) => row.id !== null).map(({ bounded: _bounded, ...row }) => row);
+    return page.length < fetch && rows[0]?.bounded ? null : page;
   }
 
   /** Runs `statement` under planner `settings` set for its own transaction only (`set_config(…, true)`). */
@@ -545,7 +586,7 @@ export class ConversationsRepository {
    * frequent term away from the newest rows"). Null when the term has no
    * trigram (no run of three letters or digits) or the organization no rows.
    */
-  qBuckets(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number, scope: QBucketScope | undefined) {
+  qBuckets(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number, scope: QBucketScope | undefined, rowBound = Q_BUCKET_ROWS) {
     if (filters.q === undefined || filters.createdBefore || filters.lastMessageBefore) return null;
     if (!scope?.newest || !scope.oldest || !scope.trigrams) return null;
     const trigrams = spreadTrigrams(scope.trigrams.split(' '));
@@ -553,29 +594,35 @@ export class ConversationsRepository {
     const bottom = idBucket(scope.oldest);
     if (top < bottom) return null;
     const terms = listTerms(orgId, filters, afterId);
-    const values: Record<string, unknown> = { orgId, fetch, top, bottom, trigrams: trigrams.join(' ') };
+    const values: Record<string, unknown> = { orgId, fetch, top, bottom, trigrams: trigrams.join(' '), rowBound };
     for (const term of terms) Object.assign(values, term.values);
     const orgKey = sparseOrganization(scope);
     const shape = [...terms.map((term) => term.shape), orgKey ? 'org-key' : 'no-org-key'].join(',');
     const build = (db: Database) => {
       const c = conversations;
       const bucketOrg = orgKey ? sql` || (lpad(to_hex(b.n), 4, '0') || ${placeholder('orgId')})` : sql``;
-      // the candidates of one bucket from its keys alone: OFFSET 0 keeps the filters and the ILIKE out of
-      // that scan, so no other index (the plain trigram index reads every match of the organization) joins it
-      const page = sql`select m.id from generate_series(${placeholder('top')}::int, ${placeholder('bottom')}::int, -1) b(n)
-        cross join lateral (
-          select ${c.id} from (
-            select * from ${c} where conversation_title_bucket_keys(${c.orgId}, ${c.id}, ${c.title})
-              @> (array(select lpad(to_hex(b.n), 4, '0') || t from unnest(string_to_array(${placeholder('trigrams')}, ' ')) t)${bucketOrg})
-            offset 0
-          ) ${c}
-          where ${and(eq(c.orgId, placeholder('orgId')), ...terms.map((term) => term.condition()))}
-          order by ${c.id} desc limit ${placeholder('fetch')}
-        ) m limit ${placeholder('fetch')}`;
+      // every candidate of each bucket, newest first, whether it passes or not: the candidates of one bucket from
+      // its keys alone (OFFSET 0 keeps the filters and the ILIKE out of that scan, so no other index, e.g. the
+      // plain trigram index, which reads every match of the organization, joins it); at most rowBound of them
+      // in all, numbered as they come (k), the page's rows taken while they come (both limits stop the walk)
+      const candidates = sql`select m.id, m.passes, row_number() over () as k from (
+          select m.id, m.passes from generate_series(${placeholder('top')}::int, ${placeholder('bottom')}::int, -1) b(n)
+          cross join lateral (
+            select ${c.id}, coalesce(${and(eq(c.orgId, placeholder('orgId')), ...terms.map((term) => term.condition()))}, false) as passes from (
+              select * from ${c} where conversation_title_bucket_keys(${c.orgId}, ${c.id}, ${c.title})
+                @> (array(select lpad(to_hex(b.n), 4, '0') || t from unnest(string_to_array(${placeholder('trigrams')}, ' ')) t)${bucketOrg})
+              offset 0
+            ) ${c}
+            order by ${c.id} desc
+          ) m limit ${placeholder('rowBound')}
+        ) m`;
+      // the page, and whether the walk reached rowBound before filling it (the rowBound-th candidate comes too)
+      const page = sql`select array_agg(p.id) filter (where p.passes) as ids, bool_or(p.k = ${placeholder('rowBound')}) as bounded
+        from (select s.id, s.passes, s.k from (${candidates}) s where s.passes or s.k = ${placeholder('rowBound')} limit ${placeholder('fetch')}) p`;
       return db
-        .select(summaryColumns)
-        .from(c)
-        .where(and(eq(c.orgId, placeholder('orgId')), sql`${c.id} = any(array(${page}))`))
+        .select({ ...summaryColumns, bounded: sql<boolean | null>`page.bounded` })
+        .from(sql`(${page}) page`)
+        .leftJoin(c, and(eq(c.orgId, placeholder('orgId')), sql`${c.id} = any(page.ids)`))
         .orderBy(desc(c.id)) as unknown as ListQuery;
     };
     return { shape, values, build };

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { ConversationsRepository, Q_PROBE_ROWS, Q_TRIGRAM_MATCHES } from '../../src/conversations/conversations.repository';
+import { ConversationsRepository, Q_BUCKET_ROWS, Q_PROBE_ROWS, Q_TRIGRAM_MATCHES } from '../../src/conversations/conversations.repository';
 import { createOrg, type TestOrg } from '../support/factories';
 import { createTestApp, type TestApp } from '../support/test-app';
 
@@ -88,5 +88,56 @@ describe('conversations q: a frequent term away from the newest rows', () => {
       cursor = res.body.meta.next_cursor;
     }
     expect(seen).toEqual(newestMatches.slice(0, 400));
+  });
+  it('leaves a common filter that never meets a frequent term to the trigram step once the buckets read their row bound', async () => {
+    const org = await createOrg(t.app);
+    const start = Date.parse('2025-06-01T00:00:00Z');
+    const agent = 'agent_5ca1e2000000000000000aaa';
+    const other = 'agent_5ca1e2000000000000000bbb';
+    // the oldest rows say "dingo" (more than the buckets read), the agent's only on the oldest three;
+    // the newer ones do not, every other one the agent's: a common value with more rows than the probe reads
+    const matching = Q_BUCKET_ROWS + 1_000;
+    const total = matching + 2 * Q_PROBE_ROWS + 10;
+    const client = new Client({ connectionString: process.env.DATABASE_URL });
+    await client.connect();
+    try {
+      await client.query(
+        `insert into conversations (id, org_id, title, source, agent_id, conversation_number, created_at, updated_at)
+          select 'conv_' || lpad(to_hex($1::bigint + i * 10), 8, '0') || lpad(to_hex(i), 16, '0'), $2,
+            case when i < $3 then 'dingo question ' else 'help with order ' end || i, 'dashboard',
+            case when i < 3 or (i >= $3 and i % 2 = 0) then $5 else $6 end, i + 1,
+            to_timestamp($1::bigint + i * 10), to_timestamp($1::bigint + i * 10)
+          from generate_series(0, $4::int - 1) i`,
+        [start / 1000, org.orgId, matching, total, agent, other],
+      );
+      await client.query('analyze conversations');
+    } finally {
+      await client.end();
+    }
+    const id = (i: number) => `conv_${(start / 1000 + i * 10).toString(16).padStart(8, '0')}${i.toString(16).padStart(16, '0')}`;
+    const repository = t.app.get(ConversationsRepository);
+    expect(await repository.frequentTerm('dingo')).toBe(true);
+    const common = jest.spyOn(repository, 'commonFilters');
+    const buckets = jest.spyOn(repository, 'listByBuckets');
+    // the spies of the test before, if any, are these ones
+    common.mockClear();
+    buckets.mockClear();
+    try {
+      const res = await list(org, `?q=dingo&agent_id=${agent}&limit=5`);
+      expect(res.status).toBe(200);
+      // the plain filter's rows: the agent's three oldest
+      expect(ids(res)).toEqual([id(2), id(1), id(0)]);
+      expect(res.body.meta.next_cursor).toBeNull();
+      // the agent is common, so the buckets went first, and stopped at their bound without a page
+      expect(await common.mock.results[0].value).toBe(true);
+      expect(await buckets.mock.results[0].value).toBeNull();
+      // the other agent, whose rows hold the term: its newest matches
+      buckets.mockClear();
+      const filled = await list(org, `?q=dingo&agent_id=${other}&limit=3`);
+      expect(ids(filled)).toEqual([id(matching - 1), id(matching - 2), id(matching - 3)]);
+    } finally {
+      common.mockRestore();
+      buckets.mockRestore();
+    }
   });
 });
