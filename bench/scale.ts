@@ -261,14 +261,15 @@ async function main(): Promise<void> {
     built: { toSQL(): { sql: string; params: unknown[] } },
     values: Record<string, unknown>,
     generic: boolean,
-    bitmapOnly: boolean | 'buckets' = false,
+    bitmapOnly: boolean | 'buckets' | 'nojit' = false,
     print?: string,
   ): Promise<ServerSide> => {
     const statement = built.toSQL();
     const params = fillPlaceholders(statement.params, values) as unknown[];
     await explainClient.query(`set plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
     // the trigram step runs in a transaction that leaves the planner bitmap scans only (conversations.repository.ts)
-    if (bitmapOnly) await explainClient.query('set enable_seqscan = off; set enable_indexscan = off; set enable_indexonlyscan = off; set jit = off');
+    if (bitmapOnly === 'nojit') await explainClient.query('set jit = off');
+    else if (bitmapOnly) await explainClient.query('set enable_seqscan = off; set enable_indexscan = off; set enable_indexonlyscan = off; set jit = off');
     // the bucket step also runs without parallel workers
     if (bitmapOnly === 'buckets') await explainClient.query('set max_parallel_workers_per_gather = 0');
     await explainClient.query(`prepare bench_case as ${statement.sql}`);
@@ -307,9 +308,11 @@ async function main(): Promise<void> {
     let generic: ServerSide = { ms: 0, planMs: 0, buffers: 0, rows: 0 };
     let steps = 'walk';
     if (probe) {
-      const first = await explainOne(probe.build(connection.db), probe.values, false, false, print ? 'the probe of the newest rows:' : undefined);
+      // below a *_before bound the probe runs without JIT (conversations.repository.ts)
+      const probeMode = probe.split ? 'nojit' : false;
+      const first = await explainOne(probe.build(connection.db), probe.values, false, probeMode, print ? 'the probe of the newest rows:' : undefined);
       service = add(service, first);
-      generic = add(generic, namedOnly ? skipped : await explainOne(probe.build(connection.db), probe.values, true).catch(() => timedOut));
+      generic = add(generic, namedOnly ? skipped : await explainOne(probe.build(connection.db), probe.values, true, probeMode).catch(() => timedOut));
       steps = 'probe';
       if (first.rows >= 26) return { service, generic, steps, named: false };
       if (filters.q === undefined) return explainFull(service, generic, `${steps}+walk`);
@@ -334,7 +337,8 @@ async function main(): Promise<void> {
       };
       // a term the statistics call frequent skips the trigram step, alone or beside filters common enough
       // for the buckets (measured by the density statement, whose cost is counted here)
-      if (repository.bucketFilters(filters) && (await repository.frequentTerm(filters.q!))) {
+      const frequent = (repository.bucketFilters(filters) || filters.metadata !== undefined) && (await repository.frequentTerm(filters.q!));
+      if (repository.bucketFilters(filters) && frequent) {
         const density = Object.keys(filters).length === 1 ? null : repository.qDensity(BIG_ORG, filters, null);
         if (density) {
           const measured = await explainOne(density.build(connection.db), density.values, false, false, print ? 'the filters\' density:' : undefined);
@@ -348,7 +352,7 @@ async function main(): Promise<void> {
           if (byBuckets) return byBuckets;
         }
       }
-      const trigram = repository.qTrigram(BIG_ORG, filters, null, 26)!;
+      const trigram = repository.qTrigram(BIG_ORG, filters, null, 26, !frequent)!;
       const second = await explainOne(trigram.build(connection.db), trigram.values, false, true, print ? 'the trigram index (bitmap scans only):' : undefined);
       service = add(service, second);
       generic = add(generic, namedOnly ? skipped : await explainOne(trigram.build(connection.db), trigram.values, true, true).catch(() => timedOut));

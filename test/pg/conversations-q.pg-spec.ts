@@ -102,10 +102,11 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     await client.connect();
     try {
       await client.query(
-        `insert into conversations (id, org_id, title, source, agent_id, conversation_number, created_at, updated_at)
+        `insert into conversations (id, org_id, title, source, agent_id, metadata, conversation_number, created_at, updated_at)
           select 'conv_' || lpad(to_hex($1::bigint + i * 10), 8, '0') || lpad(to_hex(i), 16, '0'), $2,
             case when i < $3 then 'dingo question ' else 'help with order ' end || i, 'dashboard',
-            case when i < 3 or (i >= $3 and i % 2 = 0) then $5 else $6 end, i + 1,
+            case when i < 3 or (i >= $3 and i % 2 = 0) then $5 else $6 end,
+            case when i in (5, 6, $3 + 1) then '{"channel": "fax"}'::jsonb end, i + 1,
             to_timestamp($1::bigint + i * 10), to_timestamp($1::bigint + i * 10)
           from generate_series(0, $4::int - 1) i`,
         [start / 1000, org.orgId, matching, total, agent, other],
@@ -131,6 +132,11 @@ describe('conversations q: a frequent term away from the newest rows', () => {
       // the agent is common, so the buckets went first, and stopped at their bound without a page
       expect(await common.mock.results[0].value).toBe(true);
       expect(await buckets.mock.results[0].value).toBeNull();
+      // a frequent term beside a rare metadata value: the trigram step's bitmap may read the metadata index
+      const trigram = jest.spyOn(repository, 'qTrigram');
+      expect(ids(await list(org, '?q=dingo&metadata[channel]=fax&limit=5'))).toEqual([id(6), id(5)]);
+      expect(trigram.mock.calls.map((call) => call[4])).toEqual([false]);
+      trigram.mockRestore();
       // the other agent, whose rows hold the term: its newest matches
       buckets.mockClear();
       const filled = await list(org, `?q=dingo&agent_id=${other}&limit=3`);
