@@ -5,6 +5,7 @@ import { createOrg, type TestOrg } from './support/factories';
 import { insertAgent, insertConversation } from './support/readside-rows';
 import { createTestApp, type TestApp } from './support/test-app';
 import { ConversationsRepository, Q_PROBE_ROWS } from '../src/conversations/conversations.repository';
+import type { ConversationFilters } from '../src/conversations/conversations.filters';
 import { conversations } from '../src/database/schema';
 
 const SUMMARY_KEYS = [
@@ -186,6 +187,57 @@ describe('Conversations', () => {
       } while (cursor);
       expect(seen).toEqual(expected);
       expect(ids(await list(org, `?${param}=${bound.toISOString()}`))).toEqual(expected);
+    });
+  });
+
+  describe('created_after: every row at or after the bound, whatever its id, beside the *_before bounds (after the bound: no id between them)', () => {
+    it('pages through rows with newer ids and rows created later than their id\'s second, newest id first', async () => {
+      const org = await createOrg(t.app);
+      const at = (iso: string) => new Date(iso);
+      // [id second, created_at, last_message_at]: ids minted at the given second, the times set independently
+      const specs: Array<[string, string, string]> = [
+        ['2026-05-01T00:00:00Z', '2026-05-01T00:00:00Z', '2026-05-01T00:00:00Z'],
+        ['2026-06-01T12:00:00Z', '2026-06-01T12:00:00.400Z', '2026-06-01T12:00:00.400Z'], // same second, before the bound
+        ['2026-06-01T12:00:00Z', '2026-06-01T12:00:00.600Z', '2026-06-02T00:00:00Z'], // same second, after it
+        ['2026-06-01T12:00:00Z', '2026-06-01T12:00:00.999Z', '2026-06-01T12:00:00.999Z'], // under a second after its id
+        ['2026-06-01T11:59:59Z', '2026-06-01T12:00:00.600Z', '2026-06-01T12:00:00.600Z'], // a second after its id, before the bound's
+        ['2026-05-01T00:00:00Z', '2026-07-01T00:00:00Z', '2026-04-15T00:00:00Z'], // created two months after its id
+        ['2026-05-10T00:00:00Z', '2026-07-01T00:00:00Z', '2026-05-01T00:00:00Z'],
+        ['2026-09-01T00:00:00Z', '2026-04-01T00:00:00Z', '2026-09-01T00:00:00Z'], // backdated
+        ['2026-09-15T00:00:00Z', '2026-08-01T00:00:00Z', '2026-09-15T00:00:00Z'], // backdated, after the bound
+        ['2026-10-01T00:00:00Z', '2026-10-01T00:00:00Z', '2026-10-01T00:00:00Z'],
+      ];
+      const rows: Array<{ id: string; createdAt: Date; lastMessageAt: Date }> = [];
+      for (const [idAt, created, lastMessage] of specs) {
+        const row = { id: newId('conversation', at(idAt)), createdAt: at(created), lastMessageAt: at(lastMessage) };
+        await insertConversation(t.connection.db, org.orgId, row);
+        rows.push(row);
+      }
+      const bound = at('2026-06-01T12:00:00.500Z');
+      const cases: Array<[string, (row: (typeof rows)[number]) => boolean]> = [
+        [`created_after=${bound.toISOString()}`, (row) => row.createdAt >= bound],
+        [`created_after=${bound.toISOString()}&created_before=2026-08-15T00:00:00Z`, (row) => row.createdAt >= bound && row.createdAt <= at('2026-08-15T00:00:00Z')],
+        [`created_after=${bound.toISOString()}&last_message_before=2026-05-05T00:00:00Z`, (row) => row.createdAt >= bound && row.lastMessageAt <= at('2026-05-05T00:00:00Z')],
+        [`created_after=${bound.toISOString()}&last_message_before=2026-06-15T00:00:00Z`, (row) => row.createdAt >= bound && row.lastMessageAt <= at('2026-06-15T00:00:00Z')],
+        ['created_after=2026-06-01T12:00:00Z&created_before=2026-06-01T12:00:00.700Z', (row) => row.createdAt >= at('2026-06-01T12:00:00Z') && row.createdAt <= at('2026-06-01T12:00:00.700Z')],
+        [`created_after=${bound.toISOString()}&created_before=2026-05-15T00:00:00Z`, () => false],
+        ['created_after=2026-11-01T00:00:00Z', () => false],
+      ];
+      for (const [query, keep] of cases) {
+        const expected = rows
+          .filter(keep)
+          .map((row) => row.id)
+          .sort()
+          .reverse();
+        expect({ query, seen: await pagesOf(org, query, 1, 20) }).toEqual({ query, seen: expected });
+        expect({ query, seen: ids(await list(org, `?${query}`)) }).toEqual({ query, seen: expected });
+      }
+      // the ids between the bounds are left out only where there are none
+      const repository = t.app.get(ConversationsRepository);
+      const shape = (filters: ConversationFilters) => repository.listQuery(org.orgId, filters, null, 2).shape;
+      expect(shape({ createdAfter: bound.toISOString(), lastMessageBefore: '2026-05-05T00:00:00Z' })).toContain('empty:created');
+      expect(shape({ createdAfter: bound.toISOString(), createdBefore: '2026-08-15T00:00:00Z' })).not.toContain('empty:created');
+      expect(shape({ createdAfter: bound.toISOString() })).not.toContain('empty:created');
     });
   });
 
