@@ -84,12 +84,16 @@ export class BenchSql {
     return [rows.slice(0, 25), rows.length > 25 ? String(rows[24].id) : null];
   }
 
+  /** The bench's two lists: no filter (sub-agent runs left out, as the service does) or `agent_id` and `source`. */
   async conversations(orgId: string, agentId: string | undefined, source: string | undefined): Promise<[Row[], string | null]> {
-    const rows = await this.db.query(
-      'conversations',
-      `select ${SUMMARY} from conversations where org_id = $1 and agent_id = $2 and source = $3 order by id desc limit $4`,
-      [orgId, agentId, source, 26],
-    );
+    const rows =
+      agentId === undefined && source === undefined
+        ? await this.db.query('conversations_all', `select ${SUMMARY} from conversations where org_id = $1 and source <> 'sub-agent' order by id desc limit $2`, [orgId, 26])
+        : await this.db.query(
+            'conversations',
+            `select ${SUMMARY} from conversations where org_id = $1 and agent_id = $2 and source = $3 order by id desc limit $4`,
+            [orgId, agentId, source, 26],
+          );
     return [rows.slice(0, 25), rows.length > 25 ? String(rows[24].id) : null];
   }
 

@@ -37,9 +37,9 @@ const PROFILE_DIR = process.env.BENCH_PROFILE?.trim() || '';
 const SERVICE_SCRIPT = process.env.BENCH_SERVICE?.trim() || 'dist/src/main.js';
 /** BENCH_BEFORE=<an earlier build's dist/src/main.js>: benched beside the service in every round, on the same database (a change's cost, measured in the same minutes) */
 const BEFORE_SCRIPT = process.env.BENCH_BEFORE?.trim() || '';
-/** BENCH_ONLY='PATCH' measures only the paths whose name contains it; BENCH_ONLY='=GET /agents' only the path of that name */
-const ONLY = process.env.BENCH_ONLY?.trim() || '';
-const selected = (path: BenchPath) => (ONLY.startsWith('=') ? path.name === ONLY.slice(1) : path.name.includes(ONLY));
+/** BENCH_ONLY='PATCH' measures only the paths whose name contains it; BENCH_ONLY='=GET /agents' only the path of that name; commas separate several */
+const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map((part) => part.trim());
+const selected = (path: BenchPath) => ONLY.some((only) => (only.startsWith('=') ? path.name === only.slice(1) : path.name.includes(only)));
 /** the fixed rate of the latency phase, req/s (BENCH_RATE; the latency targets are stated at 200) */
 const RATE = Number(process.env.BENCH_RATE ?? 200);
 const ROOT = join(__dirname, '..', '..');
@@ -362,8 +362,8 @@ function reportBeforeAfter(
 ): void {
   console.log(`\nthis build against the earlier one (BENCH_BEFORE=${BEFORE_SCRIPT}), interleaved in every round\n`);
   // each round's own ratio beside the medians: how far one round strays is the noise a ratio is read against
-  console.log(`| path | req/s before | req/s after | after / before | CPU µs/req before | CPU µs/req after | CPU after / before | each round | CPU µs/req at ${RATE} req/s before / after | after / before | each round |`);
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log(`| path | req/s before | req/s after | after / before | CPU µs/req before | CPU µs/req after | CPU after / before | each round | CPU µs/req at ${RATE} req/s before / after | after / before | each round | p50 / p99 at ${RATE} req/s before, after (ms) |`);
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const path of paths) {
     const after = results.get(path.name)!.service;
     const before = results.get(path.name)!['service, before'];
@@ -371,7 +371,7 @@ function reportBeforeAfter(
     const got = rounds.get(path.name)!;
     const each = (pick: (m: Measure) => number) => (got.service ?? []).map((m, i) => (pick(m) / pick(got['service, before']![i])).toFixed(2)).join(', ');
     console.log(
-      `| ${path.name} | ${before.rps.toFixed(0)} | ${after.rps.toFixed(0)} | ${(after.rps / before.rps).toFixed(2)} | ${before.cpuUs.toFixed(0)} | ${after.cpuUs.toFixed(0)} | ${(after.cpuUs / before.cpuUs).toFixed(2)} | ${each((m) => m.cpuUs)} | ${before.pacedCpuUs.toFixed(0)} / ${after.pacedCpuUs.toFixed(0)} | ${(after.pacedCpuUs / before.pacedCpuUs).toFixed(2)} | ${each((m) => m.pacedCpuUs)} |`,
+      `| ${path.name} | ${before.rps.toFixed(0)} | ${after.rps.toFixed(0)} | ${(after.rps / before.rps).toFixed(2)} | ${before.cpuUs.toFixed(0)} | ${after.cpuUs.toFixed(0)} | ${(after.cpuUs / before.cpuUs).toFixed(2)} | ${each((m) => m.cpuUs)} | ${before.pacedCpuUs.toFixed(0)} / ${after.pacedCpuUs.toFixed(0)} | ${(after.pacedCpuUs / before.pacedCpuUs).toFixed(2)} | ${each((m) => m.pacedCpuUs)} | ${before.p50.toFixed(1)} / ${before.p99.toFixed(1)}, ${after.p50.toFixed(1)} / ${after.p99.toFixed(1)} |`,
     );
   }
 }

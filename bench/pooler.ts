@@ -266,7 +266,7 @@ async function main(): Promise<void> {
     console.log('| path | req/s (all instances) | p99 ms (worst instance) | non-2xx | errors | CPU µs/req instances / server / pooler | load average |');
     console.log('|---|---|---|---|---|---|---|');
     let failures = 0;
-    const phases: Array<[string, BenchPath[]]> = [...BENCH_PATHS.map((p) => [p.name, [p]] as [string, BenchPath[]]), ['all six, mixed', BENCH_PATHS]];
+    const phases: Array<[string, BenchPath[]]> = [...BENCH_PATHS.map((p) => [p.name, [p]] as [string, BenchPath[]]), [`all ${BENCH_PATHS.length}, mixed`, BENCH_PATHS]];
     for (const [name, paths] of phases) {
       const warm = await loadAll(running, paths, ctx, counter, { postmaster, pooler }, 2, 1); // warm-up: its failures count too
       failures += warm.non2xx + warm.errors;

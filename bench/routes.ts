@@ -26,6 +26,8 @@ const pick = (ids: string[], n: number) => ids[(n * 7919) % ids.length];
 export const BENCH_PATHS: BenchPath[] = [
   { name: 'GET /agents/{id}', method: 'GET', kind: 'point', path: (c, n) => `/api/v1/agents/${pick(c.agentIds, n)}` },
   { name: 'GET /agents', method: 'GET', kind: 'list', path: () => '/api/v1/agents' },
+  // no filter: a named statement on PostgreSQL (planned once); agent_id&source: unnamed, planned with its values
+  { name: 'GET /conversations', method: 'GET', kind: 'list', path: () => '/api/v1/conversations' },
   {
     name: 'GET /conversations?agent_id&source',
     method: 'GET',

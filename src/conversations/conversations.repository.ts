@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { createHash } from 'node:crypto';
 import { smallestIdAt } from '../../libs/ids/ids';
 import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, lt, lte, ne, or, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../database/database.types';
@@ -9,7 +8,8 @@ import { orgScopedById } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { conversations, messages } from '../database/schema';
 import type { ConversationFilters } from './conversations.filters';
-import { prepareNamed, prepareUnnamed } from '../database/prepared-statements';
+import { prepareNamed } from '../database/prepared-statements';
+import { ShapeStatements } from '../database/shape-statements';
 import { executeRows } from '../database/execute-rows';
 
 type ConversationRow = typeof conversations.$inferSelect;
@@ -257,10 +257,8 @@ export class ConversationsRepository {
   private readonly messagesOf;
   /** the organization's newest and oldest ids and the trigrams of a `q` term, for `qBuckets` */
   readonly bucketScope;
-  /** prepared list statements by filter shape */
-  private readonly listStatements = new Map<string, ListStatement>();
-  /** the shapes whose statements are named (a generic plan may serve them) */
-  private readonly namedShapes = new Set<string>();
+  /** list statements by filter shape, each built once (docs/decisions.md, "Prepared list statements") */
+  private readonly listStatements;
 
   constructor(
     private readonly txHost: TransactionHost<DatabaseTransactions>,
@@ -269,6 +267,11 @@ export class ConversationsRepository {
     this.byIdWithPayload = orgScopedById(txHost, conversations, {
       statementPrefix: 'conversation_detail_with_payload',
       columns: { ...summaryColumns, triggerPayload: conversations.triggerPayload },
+    });
+    this.listStatements = new ShapeStatements<ConversationSummaryRow>(txHost, {
+      namePrefix: 'conversation_list',
+      maxNamed: MAX_PREPARED_SHAPES,
+      maxShapes: MAX_LIST_STATEMENTS,
     });
     this.messagesOf = prepareNamed(txHost, 'conversation_detail_thread', (db) =>
       db
@@ -390,16 +393,7 @@ export class ConversationsRepository {
    * execution's values. Past the bounds, shapes are built per request.
    */
   private listStatement(shape: string, planStable: boolean, build: (db: Database) => ListQuery): ListStatement {
-    const kept = this.listStatements.get(shape);
-    if (kept) return kept;
-    const named = planStable && this.namedShapes.size < MAX_PREPARED_SHAPES;
-    if (this.listStatements.size >= MAX_LIST_STATEMENTS) return build(this.txHost.tx);
-    const statement = named
-      ? prepareNamed(this.txHost, `conversation_list_${createHash('sha256').update(shape).digest('hex').slice(0, 16)}`, build)
-      : prepareUnnamed(this.txHost, build);
-    if (named) this.namedShapes.add(shape);
-    this.listStatements.set(shape, statement);
-    return statement;
+    return this.listStatements.statement(shape, planStable, build);
   }
 
   /**
@@ -648,7 +642,7 @@ export class ConversationsRepository {
 
   /** The filter shapes that are named prepared statements now (for tests and diagnostics). */
   preparedShapes(): string[] {
-    return [...this.namedShapes];
+    return this.listStatements.namedShapes();
   }
 
   /**
