@@ -5,7 +5,7 @@ import { createOrg, type TestOrg } from './support/factories';
 import { insertAgent, insertConversation } from './support/readside-rows';
 import { createTestApp, type TestApp } from './support/test-app';
 import { ConversationsRepository, Q_PROBE_ROWS } from '../src/conversations/conversations.repository';
-import { conversations } from '../src/database/schema';
+import { conversations } from '../src/conversations/conversations.table';
 
 const SUMMARY_KEYS = [
   'agent_id',

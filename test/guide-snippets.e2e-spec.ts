@@ -9,7 +9,7 @@ import ts from 'typescript';
  * A block's first line names the file it belongs to:
  * - `// src/widgets/widgets.service.ts`: appended to that file (blocks of one
  *   file join in the guide's order; a file that exists, such as
- *   `src/database/schema.ts`, gets them after its real text);
+ *   `src/database/orgs.table.ts`, gets them after its real text);
  * - `// src/widgets/widgets.repository.ts, in class WidgetsRepository`: the
  *   block's leading imports go to the top of the file, its members at the end
  *   of that class;
@@ -33,7 +33,7 @@ const PROSE_EDITS: Array<[string, string, string]> = [
   ['libs/ids/ids.ts', 'export const ID_PREFIXES = {', "\n  widget: 'widget',"],
   ['src/auth/scopes.ts', 'export const SCOPES = [', "\n  'widgets:read',\n  'widgets:write',\n  'widgets:delete',"],
   // "A new cap is a field in five places"; the other four are in real files this test does not report on
-  ['src/database/schema.ts', 'export interface OrgLimits {', '\n  widgets: number | null;'],
+  ['src/database/orgs.table.ts', 'export interface OrgLimits {', '\n  widgets: number | null;'],
 ];
 
 interface Snippet {

@@ -7,7 +7,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../database/transactions';
 import { orgScopedById } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
-import { conversations, messages } from '../database/schema';
+import { conversations, messages } from './conversations.table';
 import type { ConversationFilters } from './conversations.filters';
 import { prepareNamed, prepareUnnamed } from '../database/prepared-statements';
 import { executeRows } from '../database/execute-rows';

@@ -1,7 +1,11 @@
 import { newId } from '../../libs/ids/ids';
 import { ticketIdsOf } from '../../src/conversations/conversations.fixtures';
 import type { Database } from '../../src/database/database.types';
-import { agents, chatbots, connectors, conversations, messages, triggers } from '../../src/database/schema';
+import { agents } from '../../src/agents/agents.table';
+import { chatbots } from '../../src/database/chatbots.table';
+import { connectors } from '../../src/connectors/connectors.table';
+import { conversations, messages } from '../../src/conversations/conversations.table';
+import { triggers } from '../../src/database/triggers.table';
 
 /**
  * Rows of the read-side tables written straight through Drizzle: the API
