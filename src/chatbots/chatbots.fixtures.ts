@@ -8,9 +8,10 @@ import { fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContex
 import { ChatbotsRepository, type NewChatbotRow } from './chatbots.repository';
 import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
+import { CHATBOT_ID } from './chatbots.ids';
 
 class ChatbotFixture {
-  @IsOptional() @IsIdOf('chatbot') id?: string;
+  @IsOptional() @IsIdOf(CHATBOT_ID) id?: string;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.chatbotPublicId) public_id?: string;
   @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) name!: string;
   @IsOptional() @IsIdOf('agent') agent_id?: string | null;
@@ -36,7 +37,7 @@ export class ChatbotsFixtureSection extends RegisteredFixtureSection<NewChatbotR
     const publicIds = new Set<string>();
     return this.parseRows(ChatbotFixture, value, path, ctx, (item, at): NewChatbotRow => {
       const createdAt = fixtureDate(item.created_at) ?? new Date();
-      const id = item.id ?? newId('chatbot', createdAt);
+      const id = item.id ?? newId(CHATBOT_ID, createdAt);
       // a generated public id must be stable across re-seeding, so derive it from the id when given
       const publicId = item.public_id ?? (item.id ? `cb_${item.id.slice('chatbot_'.length)}` : `cb_${randomUrlSafe(16)}`);
       if (publicIds.has(publicId)) throw new FixtureError(`${at}.public_id`, `duplicate public_id ${publicId}`);

@@ -1,5 +1,5 @@
 import { ValidateBy, type ValidationOptions } from 'class-validator';
-import { ID_PREFIXES, isId, type IdKind } from '../../libs/ids/ids';
+import { idPrefix, isId, type IdKind } from '../../libs/ids/ids';
 import { MAX_PLACEHOLDER_NAME_LENGTH, MAX_URL_LENGTH } from '../../libs/url-policy/url-policy';
 
 /**
@@ -95,7 +95,7 @@ export const BOUNDS = {
  * checks the format with parseId and answers 422 naming the field.
  */
 export function idPattern(kind: IdKind, options: { allowBare?: boolean } = {}): string {
-  const prefixed = `${ID_PREFIXES[kind]}_[a-f0-9]{24}`;
+  const prefixed = `${idPrefix(kind)}_[a-f0-9]{24}`;
   return options.allowBare ? `^(${prefixed}|[a-f0-9]{24})$` : `^${prefixed}$`;
 }
 
@@ -132,5 +132,5 @@ export function IsBoundedJson(options?: ValidationOptions): PropertyDecorator {
 
 /** class-validator: exactly `<prefix>_<24 lowercase hex>` of this kind (fixture ids; the pattern is `idPattern(kind)`). */
 export function IsIdOf(kind: IdKind, options?: ValidationOptions): PropertyDecorator {
-  return ValidateBy({ name: 'isIdOf', constraints: [kind], validator: { validate: (value: unknown) => isId(kind, value), defaultMessage: () => `must be ${ID_PREFIXES[kind]}_<24 lowercase hex>` } }, options);
+  return ValidateBy({ name: 'isIdOf', constraints: [kind], validator: { validate: (value: unknown) => isId(kind, value), defaultMessage: () => `must be ${idPrefix(kind)}_<24 lowercase hex>` } }, options);
 }

@@ -7,6 +7,8 @@ import { sources } from '../../src/database/sources.table';
 import { documents } from '../../src/database/sources.table';
 import { triggers } from '../../src/database/triggers.table';
 import type { TestApp } from './test-app';
+import { CHATBOT_ID } from '../../src/chatbots/chatbots.ids';
+import { TRIGGER_ID } from '../../src/triggers/triggers.ids';
 
 /**
  * Rows of the tables other modules own (connectors, triggers, chatbots,
@@ -33,7 +35,7 @@ export async function insertTrigger(
 ): Promise<typeof triggers.$inferSelect> {
   const [row] = await t.connection.db
     .insert(triggers)
-    .values({ id: newId('trigger'), orgId, agentId, connectorType: 'zendesk', event: 'ticket.created', isActive: true, ...values })
+    .values({ id: newId(TRIGGER_ID), orgId, agentId, connectorType: 'zendesk', event: 'ticket.created', isActive: true, ...values })
     .returning();
   return row;
 }
@@ -44,7 +46,7 @@ export async function insertChatbot(
   agentId: string | null,
   values: Partial<typeof chatbots.$inferInsert> = {},
 ): Promise<typeof chatbots.$inferSelect> {
-  const id = newId('chatbot');
+  const id = newId(CHATBOT_ID);
   const [row] = await t.connection.db
     .insert(chatbots)
     .values({ id, orgId, publicId: `pub_${id.slice(-24)}`, name: 'Widget', agentId, isActive: true, ...values })
