@@ -5,6 +5,7 @@ import { newId } from '../../libs/ids/ids';
 import { cascadeStateOf } from '../agents/agents.fixtures';
 import { BOUNDS } from '../common/input-bounds';
 import { fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
+import { CHATBOT_BOUNDS } from './chatbots.bounds';
 import { ChatbotsRepository, type NewChatbotRow } from './chatbots.repository';
 import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
@@ -12,14 +13,14 @@ import { CHATBOT_ID } from './chatbots.ids';
 
 class ChatbotFixture {
   @IsOptional() @IsIdOf(CHATBOT_ID) id?: string;
-  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(BOUNDS.chatbotPublicId) public_id?: string;
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(CHATBOT_BOUNDS.publicId) public_id?: string;
   @IsString() @IsNotEmpty() @MaxLength(BOUNDS.name) name!: string;
   @IsOptional() @IsIdOf('agent') agent_id?: string | null;
   @IsOptional() @IsBoolean() is_active?: boolean;
   @IsOptional() @IsBoolean() allow_write_tools?: boolean;
   @IsOptional() @IsArray() @IsString({ each: true }) allowed_domains?: string[];
   @IsOptional() @IsObject() theme?: Record<string, unknown> | null;
-  @IsOptional() @IsString() @MaxLength(BOUNDS.welcomeMessage) welcome_message?: string | null;
+  @IsOptional() @IsString() @MaxLength(CHATBOT_BOUNDS.welcomeMessage) welcome_message?: string | null;
   /** set by the agent cascade (see the agents section): `agent_deactivated` rows come back when their agent is reactivated */
   @IsOptional() @IsString() @MaxLength(BOUNDS.deactivatedReason) deactivated_reason?: string | null;
   @IsOptional() @IsDateTime() deactivated_at?: string | null;
