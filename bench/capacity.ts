@@ -21,7 +21,7 @@ import { metricsFor } from '../src/metrics/metrics.module';
 import { createLogger } from '../src/common/logger';
 import { loadConfig } from '../src/config/config';
 import { DatabaseConnection, PGLITE_EXTENSIONS } from '../src/database/connection';
-import { orgs } from '../src/database/schema';
+import { orgs } from '../src/database/orgs.table';
 import { seedConversations } from './seed-conversations';
 import { loadAverage } from './support';
 

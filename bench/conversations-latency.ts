@@ -20,7 +20,8 @@ import { createLogger } from '../src/common/logger';
 import { loadConfig } from '../src/config/config';
 import { ConversationsRepository } from '../src/conversations/conversations.repository';
 import { DatabaseConnection, PGLITE_EXTENSIONS } from '../src/database/connection';
-import { agents, orgs } from '../src/database/schema';
+import { agents } from '../src/agents/agents.table';
+import { orgs } from '../src/database/orgs.table';
 import { seedConversations } from './seed-conversations';
 
 const RUNS = 30;

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { newObjectIdHex } from '../libs/ids/ids';
 import type { Database } from '../src/database/database.types';
-import { conversations } from '../src/database/schema';
+import { conversations } from '../src/conversations/conversations.table';
 
 interface SeedConversationsOptions {
   /** rows per multi-row INSERT; each batch is one transaction */

@@ -7,7 +7,10 @@ import { Pool } from 'pg';
 import { randomUrlSafe, sha256Hex } from '../libs/crypto/crypto';
 import { newId } from '../libs/ids/ids';
 import { applyMigrations } from '../src/database/migration-runner';
-import { agents, apiKeys, conversations, orgs } from '../src/database/schema';
+import { agents } from '../src/agents/agents.table';
+import { apiKeys } from '../src/auth/api-keys.table';
+import { conversations } from '../src/conversations/conversations.table';
+import { orgs } from '../src/database/orgs.table';
 
 export const AGENTS = 1_000;
 export const CONVERSATIONS = 100_000;

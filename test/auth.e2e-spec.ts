@@ -3,7 +3,7 @@ import { sha256Hex } from '../libs/crypto/crypto';
 import { ApiKeysService, generateToken } from '../src/auth/api-keys.service';
 import { SCOPES } from '../src/auth/scopes';
 import { loadConfig } from '../src/config/config';
-import { apiKeys } from '../src/database/schema';
+import { apiKeys } from '../src/auth/api-keys.table';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
 import { TestOnlyModule } from './support/test-only.module';

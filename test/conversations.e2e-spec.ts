@@ -6,7 +6,7 @@ import { insertAgent, insertConversation } from './support/readside-rows';
 import { createTestApp, type TestApp } from './support/test-app';
 import { ConversationsRepository, Q_PROBE_ROWS } from '../src/conversations/conversations.repository';
 import type { ConversationFilters } from '../src/conversations/conversations.filters';
-import { conversations } from '../src/database/schema';
+import { conversations } from '../src/conversations/conversations.table';
 
 const SUMMARY_KEYS = [
   'agent_id',

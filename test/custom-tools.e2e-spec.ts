@@ -3,7 +3,7 @@ import type { Response } from 'supertest';
 import { decryptJson } from '../libs/crypto/crypto';
 import { newId } from '../libs/ids/ids';
 import { SCOPES, type Scope } from '../src/auth/scopes';
-import { customTools } from '../src/database/schema';
+import { customTools } from '../src/custom-tools/custom-tools.table';
 import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { FixtureError } from '../src/fixtures/fixture-registry';
 import { createOrg, type TestOrg } from './support/factories';

@@ -9,7 +9,7 @@ import ts from 'typescript';
  * A block's first line names the file it belongs to:
  * - `// src/widgets/widgets.service.ts`: appended to that file (blocks of one
  *   file join in the guide's order; a file that exists, such as
- *   `src/database/schema.ts`, gets them after its real text);
+ *   `src/database/orgs.table.ts`, gets them after its real text);
  * - `// src/widgets/widgets.repository.ts, in class WidgetsRepository`: the
  *   block's leading imports go to the top of the file, its members at the end
  *   of that class;
@@ -18,7 +18,7 @@ import ts from 'typescript';
  * The read-only walkthrough is checked as `src/widgets/`; the writable part
  * ("A writable resource with PATCH") grows a copy of it, checked as
  * `src/widgets-writable/`, so both stay true. The one-line edits the guide
- * describes in prose (the id prefix, the scopes) are made to in-memory copies
+ * describes in prose (the scopes, a plan cap) are made to in-memory copies
  * of the real files. Nothing is written to the tree: a compiler host serves
  * these files from memory in front of the disk, and one program checks them.
  */
@@ -28,12 +28,11 @@ const guide = readFileSync(join(ROOT, GUIDE), 'utf8');
 const WRITABLE_PART = '## A writable resource with PATCH';
 const HEADER = /^\/\/ ((?:src|libs|test)\/[\w./-]+\.ts)(?:, in class (\w+)|, (whole file))?\s*$/;
 
-/** What the guide says in prose (steps 2 and 3, a plan cap), made to the real file: [file, anchor, text added after it]. */
+/** What the guide says in prose (step 3, a plan cap), made to the real file: [file, anchor, text added after it]. */
 const PROSE_EDITS: Array<[string, string, string]> = [
-  ['libs/ids/ids.ts', 'export const ID_PREFIXES = {', "\n  widget: 'widget',"],
   ['src/auth/scopes.ts', 'export const SCOPES = [', "\n  'widgets:read',\n  'widgets:write',\n  'widgets:delete',"],
   // "A new cap is a field in five places"; the other four are in real files this test does not report on
-  ['src/database/schema.ts', 'export interface OrgLimits {', '\n  widgets: number | null;'],
+  ['src/database/orgs.table.ts', 'export interface OrgLimits {', '\n  widgets: number | null;'],
 ];
 
 interface Snippet {

@@ -1,5 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import ts from 'typescript';
 import { BOUNDS } from '../src/common/input-bounds';
 import { createOrg, type TestOrg } from './support/factories';
@@ -11,8 +11,8 @@ import { createTestApp, type TestApp } from './support/test-app';
  * one over it answers 422 validation_failed naming the field, at the bound the
  * request is accepted, and the served OpenAPI document states the same number.
  * The reason for each number is the comment above its constant in
- * src/common/input-bounds.ts, the one table of bounds: a constant without one
- * fails here.
+ * src/common/input-bounds.ts (the shared bounds) or in a module's own
+ * `*.bounds.ts`; a constant without one fails here.
  */
 
 let t: TestApp;
@@ -264,41 +264,68 @@ describe('BOUNDS is the table of bounds: every constant says what it bounds and 
   const BEGIN = '<!-- the BOUNDS table: written by test/input-bounds.e2e-spec.ts from src/common/input-bounds.ts -->';
   const END = '<!-- end of the BOUNDS table -->';
 
-  /** Each constant of BOUNDS with the text of the comment above it ('' when it has none). */
-  function boundComments(): Map<string, string> {
-    const file = resolve(__dirname, '../src/common/input-bounds.ts');
-    const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
-    let literal: ts.ObjectLiteralExpression | undefined;
-    source.forEachChild(function visit(node) {
-      if (ts.isVariableDeclaration(node) && node.name.getText() === 'BOUNDS' && node.initializer) {
-        const initializer = ts.isAsExpression(node.initializer) ? node.initializer.expression : node.initializer;
-        if (ts.isObjectLiteralExpression(initializer)) literal = initializer;
-      }
-      node.forEachChild(visit);
-    });
-    expect(literal).toBeDefined();
-    return new Map(
-      literal!.properties.map((property) => {
-        const text = ts
-          .getJSDocCommentsAndTags(property)
-          .map((doc) => ts.getTextOfJSDocComment(doc.comment)?.trim() ?? '')
-          .join(' ');
-        return [property.name!.getText(), text.replace(/\s+/g, ' ').trim()];
-      }),
-    );
+  interface Bound {
+    /** as the table shows it: `name` for BOUNDS, `CHATBOT_BOUNDS.publicId` for a module's own */
+    constant: string;
+    value: number;
+    /** the comment above it ('' when it has none) */
+    reason: string;
+    file: string;
   }
 
-  it('each constant of BOUNDS has a comment of its own', () => {
-    const comments = boundComments();
-    const missing = Object.keys(BOUNDS)
-      .filter((name) => !comments.get(name))
-      .map((name) => `BOUNDS.${name} has no comment: write above it, as /** … */, which inputs it bounds and why this number (src/common/input-bounds.ts is the table of bounds)`);
+  /** src/common/input-bounds.ts, then every module's own `src/<resource>/<resource>.bounds.ts`: found by name, not listed. */
+  function boundFiles(): string[] {
+    const src = resolve(__dirname, '../src');
+    const own = readdirSync(src, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .flatMap((entry) => readdirSync(join(src, entry.name)).filter((name) => name.endsWith('.bounds.ts')).map((name) => join(src, entry.name, name)))
+      .sort();
+    return [join(src, 'common/input-bounds.ts'), ...own];
+  }
+
+  /** Each bound of each file: its exported `as const` objects (only BOUNDS in input-bounds.ts), each constant with its comment and value. */
+  function bounds(): Bound[] {
+    return boundFiles().flatMap((file) => {
+      const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+      const shared = file.endsWith('input-bounds.ts');
+      const values = require(file) as Record<string, Record<string, number>>;
+      const objects: Array<[string, ts.ObjectLiteralExpression]> = [];
+      source.forEachChild(function visit(node) {
+        if (ts.isVariableDeclaration(node) && node.initializer && ts.isAsExpression(node.initializer) && ts.isObjectLiteralExpression(node.initializer.expression)) {
+          if (!shared || node.name.getText() === 'BOUNDS') objects.push([node.name.getText(), node.initializer.expression]);
+        }
+        node.forEachChild(visit);
+      });
+      expect({ file, objects: objects.length > 0 }).toEqual({ file, objects: true });
+      return objects.flatMap(([object, literal]) =>
+        literal.properties.map((property) => {
+          const name = property.name!.getText();
+          const reason = ts
+            .getJSDocCommentsAndTags(property)
+            .map((doc) => ts.getTextOfJSDocComment(doc.comment)?.trim() ?? '')
+            .join(' ');
+          return { constant: shared ? name : `${object}.${name}`, value: values[object][name], reason: reason.replace(/\s+/g, ' ').trim(), file: file.slice(resolve(__dirname, '..').length + 1) };
+        }),
+      );
+    });
+  }
+
+  it("BOUNDS is read, with the modules' own bounds", () => {
+    // a reshaped file would otherwise pass unchecked; a module's bounds are found by their file name
+    const found = bounds();
+    expect(found.filter((bound) => bound.file === 'src/common/input-bounds.ts').map((bound) => bound.constant)).toEqual(Object.keys(BOUNDS));
+    expect(found.map((bound) => bound.constant)).toContain('CHATBOT_BOUNDS.publicId');
+  });
+
+  it('each bound has a comment of its own, and a number', () => {
+    const missing = bounds()
+      .filter((bound) => !bound.reason || typeof bound.value !== 'number')
+      .map((bound) => `${bound.constant} (${bound.file}) has no comment or no number: write above it, as /** … */, which inputs it bounds and why this number`);
     expect(missing).toEqual([]);
   });
 
   it('docs/decisions.md lists every bound with its number and reason, as BOUNDS has them', () => {
-    const comments = boundComments();
-    const rows = Object.entries(BOUNDS).map(([name, value]) => `| \`${name}\` | ${value.toLocaleString('en-US')} | ${(comments.get(name) ?? '').replace(/\|/g, '\\|')} |`);
+    const rows = bounds().map((bound) => `| \`${bound.constant}\` | ${bound.value.toLocaleString('en-US')} | ${bound.reason.replace(/\|/g, '\\|')} |`);
     const table = [BEGIN, '', '| constant | bound | what it bounds, and why this number |', '|---|---|---|', ...rows, '', END].join('\n');
     const text = readFileSync(DECISIONS, 'utf8');
     const [start, end] = [text.indexOf(BEGIN), text.indexOf(END)];

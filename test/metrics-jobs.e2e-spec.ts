@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { idempotencyRecords } from '../src/database/schema';
+import { idempotencyRecords } from '../src/idempotency/idempotency.table';
 import { IdempotencyRepository } from '../src/idempotency/idempotency.repository';
 import { setAgentDeletedAt } from './support/agent-rows';
 import { createOrg, type TestOrg } from './support/factories';

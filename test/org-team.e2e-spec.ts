@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm';
 import { newId } from '../libs/ids/ids';
-import { orgs } from '../src/database/schema';
+import { orgs } from '../src/database/orgs.table';
 import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { createOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';

@@ -5,7 +5,7 @@ import { MAX_NUMBER_CHARS } from '../src/common/exact-json';
 import { FIELD_ERROR_BOUNDS } from '../src/common/field-errors';
 import { MAX_BODY_CONTAINERS, MAX_BODY_DEPTH, MAX_OBJECT_KEYS } from '../src/common/validation';
 import { BOUNDS } from '../src/common/input-bounds';
-import { idempotencyRecords } from '../src/database/schema';
+import { idempotencyRecords } from '../src/idempotency/idempotency.table';
 import { MAX_RECORD_BYTES } from '../src/idempotency/idempotency.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';

@@ -7,7 +7,12 @@ import { newId } from '../libs/ids/ids';
 import { FixtureError } from '../src/fixtures/fixture-registry';
 import { DEMO_ORG_ID } from '../src/seed/demo-fixture';
 import { FixtureLoader } from '../src/seed/fixture-loader.service';
-import * as schema from '../src/database/schema';
+import { agents } from '../src/agents/agents.table';
+import { apiKeys } from '../src/auth/api-keys.table';
+import { customTools } from '../src/custom-tools/custom-tools.table';
+import { orgs } from '../src/database/orgs.table';
+import { sources } from '../src/database/sources.table';
+import { members } from '../src/team/team.table';
 
 const CONNECTOR = newId('connector');
 const CONNECTOR_B = newId('connector');
@@ -174,11 +179,11 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
 
   describe('agents, members, sources, custom tools and api keys refuse an id of another organization and leave its row as it was', () => {
     it.each([
-      ['agents', schema.agents, (id: string, name: string) => ({ id, handle: `h${id.slice(-8)}`, name, instructions: 'i' })],
-      ['members', schema.members, (id: string, name: string) => ({ id, email: `${id}@example.com`, role: 'member', name })],
-      ['sources', schema.sources, (id: string, name: string) => ({ id, type: 'website', name })],
-      ['custom_tools', schema.customTools, (id: string, name: string) => ({ id, label: name, description: 'd', method: 'GET', url: 'https://example.com/x' })],
-      ['api_keys', schema.apiKeys, (id: string, name: string) => ({ id, label: name, scopes: ['org:read'] })],
+      ['agents', agents, (id: string, name: string) => ({ id, handle: `h${id.slice(-8)}`, name, instructions: 'i' })],
+      ['members', members, (id: string, name: string) => ({ id, email: `${id}@example.com`, role: 'member', name })],
+      ['sources', sources, (id: string, name: string) => ({ id, type: 'website', name })],
+      ['custom_tools', customTools, (id: string, name: string) => ({ id, label: name, description: 'd', method: 'GET', url: 'https://example.com/x' })],
+      ['api_keys', apiKeys, (id: string, name: string) => ({ id, label: name, scopes: ['org:read'] })],
     ] as const)('%s', async (section, table, item) => {
       const kind = { agents: 'agent', members: 'member', sources: 'source', custom_tools: 'customTool', api_keys: 'key' } as const;
       const noun = { agents: 'agent', members: 'member', sources: 'source', custom_tools: 'custom tool', api_keys: 'key' } as const;
@@ -191,7 +196,7 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
         path: `orgs[0].${section}[1].id`,
         message: `orgs[0].${section}[1].id: ${noun[section]} ${shared} belongs to another organization`,
       });
-      expect(await t.connection.db.select().from(schema.orgs).where(eq(schema.orgs.id, second.orgId))).toHaveLength(0);
+      expect(await t.connection.db.select().from(orgs).where(eq(orgs.id, second.orgId))).toHaveLength(0);
       const rows = await t.connection.db.select().from(table).where(eq(table.id, shared));
       expect(rows).toHaveLength(1);
       expect(rows[0].orgId).toBe(first.orgId);
@@ -207,7 +212,7 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
       const first = await loader.load(document('First'));
       const second = await loader.load(document('Second'));
       expect(second.orgs[0].id).toBe(first.orgs[0].id);
-      const rows = await t.connection.db.select().from(schema.orgs).where(eq(schema.orgs.slug, slug));
+      const rows = await t.connection.db.select().from(orgs).where(eq(orgs.slug, slug));
       expect(rows.map((row) => [row.id, row.name])).toEqual([[first.orgs[0].id, 'Second']]);
     });
 
@@ -220,7 +225,7 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
       await expect(loader.load(second)).rejects.toMatchObject({ name: 'FixtureError', path: 'orgs[1].slug' });
       for (const org of second.orgs) {
         if (org.id === taken.orgId) continue;
-        expect(await t.connection.db.select().from(schema.orgs).where(eq(schema.orgs.id, org.id))).toHaveLength(0);
+        expect(await t.connection.db.select().from(orgs).where(eq(orgs.id, org.id))).toHaveLength(0);
       }
     });
   });
@@ -233,7 +238,7 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
     ])('%s in a field: FixtureError naming its path, nothing written', async (_name, title) => {
       const { orgId, document } = orgDocument({ conversations: [conversation('fine'), conversation(title)] });
       await expect(loader.load(document)).rejects.toMatchObject({ name: 'FixtureError', path: 'orgs[0].conversations[1].title' });
-      expect(await t.connection.db.select().from(schema.orgs).where(eq(schema.orgs.id, orgId))).toHaveLength(0);
+      expect(await t.connection.db.select().from(orgs).where(eq(orgs.id, orgId))).toHaveLength(0);
     });
 
     it('invalid UTF-8 bytes in a fixture file: FixtureError naming the field, not U+FFFD stored', async () => {
@@ -244,7 +249,7 @@ describe('Fixture sections: connectors, conversations, triggers, chatbots', () =
       bytes[at] = 0xff; // not UTF-8 in any position
       writeFileSync(file, bytes);
       await expect(loader.loadFile(file)).rejects.toMatchObject({ name: 'FixtureError', path: 'orgs[0].conversations[0].title' });
-      expect(await t.connection.db.select().from(schema.orgs).where(eq(schema.orgs.id, orgId))).toHaveLength(0);
+      expect(await t.connection.db.select().from(orgs).where(eq(orgs.id, orgId))).toHaveLength(0);
     });
   });
 });

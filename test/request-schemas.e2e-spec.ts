@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { rulesBeyondSchemaByName } from '../src/common/openapi';
 import { createOrg, type TestOrg } from './support/factories';
 import { operationsOf, resolver, ResponseValidator, valueOf, type OpenApiDocument, type Operation, type Schema } from './support/openapi-contract';
 import { createTestApp, type TestApp } from './support/test-app';
@@ -9,7 +10,7 @@ import { createTestApp, type TestApp } from './support/test-app';
  * - values generated from the served schema (and valid against it) are
  *   accepted, or refused only for a rule JSON Schema cannot express, each
  *   listed in docs/decisions.md ("What the served document promises
- *   clients") and below;
+ *   clients") and declared on its request class (`@RulesBeyondSchema`);
  * - values outside the schema (an unknown field, a required field left out,
  *   an empty string where `minLength` is 1) are refused by the schema and by
  *   the server alike.
@@ -17,21 +18,23 @@ import { createTestApp, type TestApp } from './support/test-app';
 const RUNS = Number(process.env.SCHEMA_RUNS ?? 40);
 
 /**
- * Every operation with a body, by operationId (the document's own names):
- * the rules the schema cannot express, as the field paths a refusal may name
- * (`/^$/`: none).
- * References must exist in the organization; plan caps and uniqueness
- * depend on stored data; the outbound-URL rule (private addresses, DNS)
- * and the reserved header names are judged by code; a text holding U+0000
- * is refused everywhere (the API description says so).
+ * The rules a body's schema cannot express, read from the app: each request
+ * class declares them with `@RulesBeyondSchema` (src/common/openapi.ts), as
+ * the field paths a refusal may name. References must exist in the
+ * organization; plan caps and uniqueness depend on stored data; the
+ * outbound-URL rule (private addresses, DNS) and the reserved header names
+ * are judged by code; a text holding U+0000 is refused everywhere (the API
+ * description says so).
  */
-const UNEXPRESSIBLE: Record<string, RegExp> = {
-  createAgent: /^(tools(\[\d+\])?(\.(connector_id|name))?|connectors(\[\d+\])?|sub_agents(\[\d+\])?|data_sources(\[\d+\])?(\.(source_id|documents(\[\d+\])?))?|handle)$/,
-  updateAgent: /^(tools(\[\d+\])?(\.(connector_id|name))?|connectors(\[\d+\])?|sub_agents(\[\d+\])?|data_sources(\[\d+\])?(\.(source_id|documents(\[\d+\])?))?|handle|instructions|instructions_html|is_active)$/,
-  createCustomTool: /^(headers\..+|parameters(\[\d+\])?(\..+)?|url|body_template|name)$/,
-  updateCustomTool: /^(headers\..+|parameters(\[\d+\])?(\..+)?|url|body_template)$/,
-  createSource: /^config\.url$/,
-};
+function beyondSchema(op: Operation): Readonly<Record<string, string>> | undefined {
+  const ref = (op.body as { $ref?: string } | null)?.$ref;
+  return ref === undefined ? undefined : rulesBeyondSchemaByName().get(ref.slice('#/components/schemas/'.length));
+}
+
+/** A refused field is explained when a declared path is it, or holds it (`tools` holds `tools[0].name`). */
+function explains(declared: Readonly<Record<string, string>>, field: string): boolean {
+  return Object.keys(declared).some((path) => field === path || field.startsWith(`${path}.`) || field.startsWith(`${path}[`));
+}
 
 /** Values for the fields whose rule is code (the outbound-URL rule), so the rest of the body is what is exercised. */
 function withCodeRuleValues(operationId: string, body: Record<string, unknown>): Record<string, unknown> {
@@ -85,75 +88,93 @@ function validBodies(op: Operation): fc.Arbitrary<Record<string, unknown>> {
     .filter((body) => validator.check(op.body!, body) === null);
 }
 
-it('every operation with a body is covered', () => {
-  const uncovered = operations
-    .filter((op) => !(op.operationId in UNEXPRESSIBLE))
-    .map((op) => `${op.operationId} takes a body but has no entry in UNEXPRESSIBLE (test/request-schemas.e2e-spec.ts): add one, the field paths a refusal may name for a rule JSON Schema cannot express (a reference to another row, a rule on stored data), or /^$/ for none`);
-  const gone = Object.keys(UNEXPRESSIBLE).filter((operationId) => !operations.some((op) => op.operationId === operationId)).map((operationId) => `${operationId} is no operation with a body: remove it from UNEXPRESSIBLE`);
-  expect([...uncovered, ...gone]).toEqual([]);
+it('every operation with a body declares the rules its schema cannot express', () => {
+  const undeclared = operations
+    .filter((op) => beyondSchema(op) === undefined)
+    .map((op) => `${op.operationId} takes a body whose class has no @RulesBeyondSchema (src/common/openapi.ts): add one on the request class, the field paths a refusal may name for a rule JSON Schema cannot express (a reference to another row, a rule on stored data) with the rule, or {} for none`);
+  expect(undeclared).toEqual([]);
 });
 
-describe.each(Object.keys(UNEXPRESSIBLE))('%s', (operationId) => {
-  const op = () => operations.find((candidate) => candidate.operationId === operationId)!;
+/**
+ * Runs `check` for every operation with a body of the served document (read
+ * in beforeAll, so no hand list names them), and fails naming each that failed.
+ */
+async function forEveryBodyOperation(check: (op: () => Operation) => Promise<void>): Promise<void> {
+  expect(operations.length).toBeGreaterThan(0);
+  const failed: string[] = [];
+  for (const operation of operations) {
+    try {
+      await check(() => operation);
+    } catch (error) {
+      failed.push(`${operation.operationId}: ${(error as Error).message}`);
+    }
+  }
+  expect(failed).toEqual([]);
+}
 
+describe('every operation with a body', () => {
   it('values generated from the served schema are accepted, or refused only for a rule the schema cannot express', async () => {
-    await fc.assert(
-      fc.asyncProperty(validBodies(op()), async (body) => {
-        const res = await send(op(), body);
-        if (res.status < 300) return;
-        const fields = Object.keys(res.body.error?.details?.fields ?? {});
-        const unexplained = fields.filter((field) => !UNEXPRESSIBLE[operationId].test(field));
-        expect({ status: res.status, code: res.body.error?.code, unexplained, body }).toEqual({
-          status: res.status === 409 ? 409 : 422,
-          code: res.status === 409 ? 'conflict' : 'validation_failed',
-          unexplained: [],
-          body,
-        });
-        if (res.status === 422) expect(fields.length + (res.body.error?.details?.limit ? 1 : 0)).toBeGreaterThan(0);
-      }),
-      { numRuns: RUNS },
-    );
+    await forEveryBodyOperation(async (op) => {
+      await fc.assert(
+        fc.asyncProperty(validBodies(op()), async (body) => {
+          const res = await send(op(), body);
+          if (res.status < 300) return;
+          const fields = Object.keys(res.body.error?.details?.fields ?? {});
+          const unexplained = fields.filter((field) => !explains(beyondSchema(op()) ?? {}, field));
+          expect({ status: res.status, code: res.body.error?.code, unexplained, body }).toEqual({
+            status: res.status === 409 ? 409 : 422,
+            code: res.status === 409 ? 'conflict' : 'validation_failed',
+            unexplained: [],
+            body,
+          });
+          if (res.status === 422) expect(fields.length + (res.body.error?.details?.limit ? 1 : 0)).toBeGreaterThan(0);
+        }),
+        { numRuns: RUNS },
+      );
+    });
   });
 
   it('values outside the served schema are refused by the schema and by the server', async () => {
-    const schema = resolve(op().body!);
-    const properties = (schema.properties ?? {}) as Record<string, Schema>;
-    const nonEmpty = Object.entries(properties)
-      .filter(([, property]) => resolve(property).minLength === 1)
-      .map(([name]) => name);
-    const required = (schema.required ?? []) as string[];
-    expect(schema.additionalProperties).toBe(false);
-    await fc.assert(
-      fc.asyncProperty(
-        validBodies(op()),
-        fc.constantFrom<['unknown' | 'empty' | 'missing', number]>(
-          ['unknown', 0],
-          ...nonEmpty.map((_, i) => ['empty', i] as ['empty', number]),
-          ...required.map((_, i) => ['missing', i] as ['missing', number]),
+    await forEveryBodyOperation(async (op) => {
+      const schema = resolve(op().body!);
+      const properties = (schema.properties ?? {}) as Record<string, Schema>;
+      const nonEmpty = Object.entries(properties)
+        .filter(([, property]) => resolve(property).minLength === 1)
+        .map(([name]) => name);
+      const required = (schema.required ?? []) as string[];
+      expect(schema.additionalProperties).toBe(false);
+      await fc.assert(
+        fc.asyncProperty(
+          validBodies(op()),
+          fc.constantFrom<['unknown' | 'empty' | 'missing', number]>(
+            ['unknown', 0],
+            ...nonEmpty.map((_, i) => ['empty', i] as ['empty', number]),
+            ...required.map((_, i) => ['missing', i] as ['missing', number]),
+          ),
+          async (valid, [kind, index]) => {
+            const body = { ...valid };
+            let field: string;
+            if (kind === 'unknown') {
+              field = 'zz_not_a_field';
+              body[field] = 1;
+            } else if (kind === 'empty') {
+              field = nonEmpty[index];
+              body[field] = '';
+            } else {
+              field = required[index];
+              delete body[field];
+            }
+            expect(validator.check(op().body!, body)).not.toBeNull();
+            const res = await send(op(), body);
+            expect({ status: res.status, named: Object.keys(res.body.error?.details?.fields ?? {}).some((name) => name === field || name.startsWith(`${field}.`)) }).toEqual({
+              status: 422,
+              named: true,
+            });
+          },
         ),
-        async (valid, [kind, index]) => {
-          const body = { ...valid };
-          let field: string;
-          if (kind === 'unknown') {
-            field = 'zz_not_a_field';
-            body[field] = 1;
-          } else if (kind === 'empty') {
-            field = nonEmpty[index];
-            body[field] = '';
-          } else {
-            field = required[index];
-            delete body[field];
-          }
-          expect(validator.check(op().body!, body)).not.toBeNull();
-          const res = await send(op(), body);
-          expect({ status: res.status, named: Object.keys(res.body.error?.details?.fields ?? {}).some((name) => name === field || name.startsWith(`${field}.`)) }).toEqual({
-            status: 422,
-            named: true,
-          });
-        },
-      ),
-      { numRuns: RUNS },
-    );
+        { numRuns: RUNS },
+      );
+    });
   });
 });
 

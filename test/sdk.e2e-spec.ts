@@ -245,63 +245,77 @@ describe('conditional edits and what every answer tells', () => {
 });
 
 describe('every operation of the served document', () => {
-  type Doc = { paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, { properties?: Record<string, unknown> }> } };
   const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
-  it('has a method: one call of each reaches every operation', async () => {
+  /**
+   * The SDK method of an operation, by rule: the group is the path's first
+   * segment in camelCase (`/custom_tools` → `customTools`; `/` and
+   * `/openapi.json` → `meta`), the method is the operationId without the
+   * group's noun (`listConversationMessages` → `conversations.listMessages`,
+   * `getAgentAnalytics` → `analytics.getAgent`, `getCustomTool` →
+   * `customTools.get`). The names that predate the rule:
+   */
+  const NAMED_BEFORE_THE_RULE: Record<string, string> = {
+    getBanner: 'meta.banner',
+    getOpenApiDocument: 'meta.openapi',
+    listTeamMembers: 'team.list',
+  };
+  function sdkMethodOf(operationId: string, path: string): string {
+    if (operationId in NAMED_BEFORE_THE_RULE) return NAMED_BEFORE_THE_RULE[operationId];
+    const segment = path.split('/')[1] ?? '';
+    const group = segment === '' || segment.includes('.') ? 'meta' : segment.replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
+    const noun = group[0].toUpperCase() + group.slice(1);
+    const singular = noun.replace(/s$/, '');
+    const [, verb, rest] = /^([a-z]+)(.*)$/.exec(operationId)!;
+    const name = rest.includes(noun) ? rest.replace(noun, '') : rest.replace(singular, '');
+    return `${group}.${verb}${name}`;
+  }
+
+  it('has a method by rule: each, called with the documented example, reaches its operation', async () => {
     const sdk = client({ apiKey: (await createOrg(t.app)).token });
-    const doc = (await sdk.meta.openapi()) as Doc;
-    const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).filter((m) => METHODS.includes(m)).map((m) => `${m.toUpperCase()} ${path}`));
-    const zero = '000000000000000000000000';
-    // reads of resources this organization does not have: their 404 is the operation's answer too
-    const missing = (call: Promise<unknown>) => call.then(
-      () => Promise.reject(new Error('expected a 404')),
-      (error: unknown) => expect(error).toMatchObject({ status: 404 }),
+    type Operation = { operationId: string; parameters?: Array<{ in: string; name: string; schema?: { pattern?: string } }>; requestBody?: { content: Record<string, { examples?: Record<string, { value: unknown }> }> } };
+    const doc = (await sdk.meta.openapi()) as { paths: Record<string, Record<string, Operation>> };
+    const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([method]) => METHODS.includes(method))
+        .map(([method, operation]) => ({ method: method.toUpperCase(), path, operation })),
     );
-    proxy.seen.length = 0;
-
-    await sdk.meta.banner();
-    await sdk.meta.openapi();
-    const { data: agent } = await sdk.agents.create({ handle: handle(), name: 'Every', instructions: 'x' });
-    await sdk.agents.list().toArray();
-    await sdk.agents.get(agent.id);
-    await sdk.agents.update(agent.id, { name: 'Every one' });
-    const { data: tool } = await sdk.customTools.create({ label: 'Orders API list orders', description: 'Lists orders.', method: 'GET', url: 'https://api.example.com/orders' });
-    await sdk.customTools.list().toArray();
-    await sdk.customTools.get(tool.id);
-    await sdk.customTools.update(tool.id, { description: 'Lists every order.' });
-    await sdk.customTools.delete(tool.id);
-    const { data: source } = await sdk.sources.create({ type: 'webpage', name: 'Docs', config: { url: 'https://example.com/docs' } });
-    await sdk.sources.list().toArray();
-    await sdk.sources.get(source.id);
-    await sdk.sources.delete(source.id);
-    await sdk.connectors.list().toArray();
-    await missing(sdk.connectors.get(`connector_${zero}`));
-    await sdk.conversations.list({ is_simulation: false }).toArray();
-    await missing(sdk.conversations.get(`conv_${zero}`));
-    await missing(sdk.conversations.listMessages(`conv_${zero}`).toArray());
-    await sdk.triggers.list().toArray();
-    await missing(sdk.triggers.get(`trigger_${zero}`));
-    await sdk.chatbots.list().toArray();
-    await missing(sdk.chatbots.get(`chatbot_${zero}`));
-    await sdk.team.list();
-    await sdk.analytics.getAgent(agent.id);
-    await sdk.org.get();
-    await sdk.agents.delete(agent.id);
-
-    const templates = operations.map((operation) => {
-      const [method, path] = operation.split(' ');
-      return { operation, method, pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`) };
-    });
-    const reached = proxy.seen.map(({ method, path }) => {
-      const own = path.replace(/^\/api\/v1/, '').replace(/\?.*$/, '');
-      return templates.find((t) => t.method === method && t.pattern.test(own))?.operation ?? `${method} ${path} (no operation)`;
-    });
-    const unreached = operations.filter((operation) => !reached.includes(operation));
-    expect(unreached.map((operation) => `${operation}: add its method to sdk/src/index.ts and one call of it above`)).toEqual([]);
-    expect(reached.filter((operation) => operation.endsWith('(no operation)'))).toEqual([]);
+    // creates first (their rows are the targets of the id-taking calls), deletes last
+    const order = (method: string) => ['POST', 'GET', 'PUT', 'PATCH', 'DELETE'].indexOf(method);
+    operations.sort((a, b) => order(a.method) - order(b.method));
+    const created = new Map<string, string>();
+    const problems: string[] = [];
+    for (const { method, path, operation } of operations) {
+      const name = sdkMethodOf(operation.operationId, path);
+      const [group, member] = name.split('.');
+      const call = (sdk as unknown as Record<string, Record<string, ((...args: unknown[]) => unknown) | undefined> | undefined>)[group]?.[member];
+      if (typeof call !== 'function') {
+        problems.push(`${operation.operationId} (${method} ${path}): add ${name} to sdk/src/index.ts`);
+        continue;
+      }
+      // a path id: the row the collection's POST made, or a well-formed id of its pattern that this organization does not have (404)
+      const ids = (operation.parameters ?? []).filter((parameter) => parameter.in === 'path');
+      const collection = path.replace(/\/\{[^}]+\}.*$/, '');
+      const madeUp = ids.some(() => !created.has(collection));
+      const args: unknown[] = ids.map((parameter) => created.get(collection) ?? /^\^\(?([a-z]+)_/.exec(parameter.schema?.pattern ?? '')?.[1] + '_000000000000000000000000');
+      const example = Object.values(operation.requestBody?.content['application/json']?.examples ?? {})[0]?.value;
+      if (operation.requestBody) args.push(example);
+      proxy.seen.length = 0;
+      try {
+        const result = call(...args) as Promise<unknown> | { toArray(): Promise<unknown> };
+        await ('toArray' in result ? result.toArray() : result).then((answer) => {
+          const id = (answer as { data?: { id?: unknown } } | undefined)?.data?.id;
+          if (method === 'POST' && typeof id === 'string') created.set(path, id);
+        });
+      } catch (error) {
+        if (!(madeUp && error instanceof ApiError && error.status === 404)) problems.push(`${operation.operationId} (${name}): ${(error as Error).message}`);
+      }
+      const pattern = new RegExp(`^/api/v1${path.replace(/\{[^}]+\}/g, '[^/]+')}(\\?.*)?$`);
+      if (!proxy.seen.some((seen) => seen.method === method && pattern.test(seen.path))) problems.push(`${operation.operationId}: ${name} did not send ${method} ${path}`);
+    }
+    expect(problems).toEqual([]);
     // the document is read, not empty: the check above is over every operation it has
-    expect(operations).toEqual(expect.arrayContaining(['GET /agents', 'POST /agents', 'GET /conversations']));
+    expect(operations.map(({ operation }) => operation.operationId)).toEqual(expect.arrayContaining(['listAgents', 'createAgent', 'deleteCustomTool', 'listConversationMessages']));
   });
 
   it('AgentCreate (the generated type) compiles exactly the create bodies the service accepts', async () => {

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
-import { apiKeys } from '../src/database/schema';
+import { apiKeys } from '../src/auth/api-keys.table';
 import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { StartupFixtures } from '../src/seed/startup-fixtures.service';
 import { newId } from '../libs/ids/ids';

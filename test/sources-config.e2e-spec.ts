@@ -5,7 +5,7 @@ import { newId } from '../libs/ids/ids';
 import { packageRoot } from '../src/common/package-root';
 import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { BOUNDS } from '../src/common/input-bounds';
-import { sources } from '../src/database/schema';
+import { sources } from '../src/database/sources.table';
 import { MAX_CONFIG_DEPTH } from '../src/sources/sources.rules';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';

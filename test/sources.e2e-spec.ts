@@ -1,7 +1,8 @@
 import { and, eq } from 'drizzle-orm';
 import { newId } from '../libs/ids/ids';
 import { SCOPES, type Scope } from '../src/auth/scopes';
-import { documents, sources } from '../src/database/schema';
+import { sources } from '../src/database/sources.table';
+import { documents } from '../src/database/sources.table';
 import { BOUNDS } from '../src/common/input-bounds';
 import { FixtureLoader } from '../src/seed/fixture-loader.service';
 import { createOrg, type TestOrg } from './support/factories';

@@ -1,12 +1,21 @@
-import { ID_PREFIXES, idTimestamp, isId, newId, newObjectIdHex, parseId, smallestIdAt } from './ids';
+import { declareIdKind, idKinds, idTimestamp, isId, newId, newObjectIdHex, parseId, smallestIdAt } from './ids';
 
 describe('id format', () => {
-  it('every prefix in ID_PREFIXES is lowercase letters only, and unique', () => {
-    const problems = Object.entries(ID_PREFIXES).flatMap(([kind, prefix]) => [
+  it('every shared prefix is lowercase letters only, and unique', () => {
+    const problems = [...idKinds()].flatMap(([kind, prefix]) => [
       ...(/^[a-z]+$/.test(prefix) ? [] : [`${kind}: '${prefix}' must be lowercase letters a-z only (an id is <prefix>_<24 hex>, split at its first "_")`]),
-      ...(Object.values(ID_PREFIXES).filter((other) => other === prefix).length > 1 ? [`${kind}: '${prefix}' is used by another kind`] : []),
+      ...([...idKinds().values()].filter((other) => other === prefix).length > 1 ? [`${kind}: '${prefix}' is used by another kind`] : []),
     ]);
     expect(problems).toEqual([]);
+  });
+
+  it("a module's kind is refused a prefix another kind has, or one that is not lowercase letters", () => {
+    // kinds no module declares: the casts stand for a module's IdPrefixes augmentation
+    expect(() => declareIdKind('widget' as never, 'conv' as never)).toThrow("id kind widget: prefix 'conv' is already id kind conversation's");
+    expect(() => declareIdKind('widget' as never, 'wid_get' as never)).toThrow('must be lowercase letters a-z only');
+    expect(() => declareIdKind('agent', 'agnt' as never)).toThrow("id kind agent is declared twice, as 'agent' and 'agnt'");
+    expect(newId(declareIdKind('gadget' as never, 'gadget' as never))).toMatch(/^gadget_[a-f0-9]{24}$/);
+    expect(() => newId('gizmo' as never)).toThrow('id kind gizmo is not declared');
   });
 
   it('generates <prefix>_<24 lowercase hex>', () => {

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { and, eq, sql } from 'drizzle-orm';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../database/transactions';
-import { chatbots, triggers } from '../database/schema';
+import { chatbots } from '../database/chatbots.table';
+import { triggers } from '../database/triggers.table';
 
 /** Why a trigger or chatbot was switched off by its agent; reactivation restores only these rows. */
 export const CASCADE_REASON = {

@@ -3,7 +3,10 @@ import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../database/database.types';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../database/transactions';
-import { agents, connectors, documents, sources } from '../database/schema';
+import { connectors } from '../connectors/connectors.table';
+import { sources } from '../database/sources.table';
+import { documents } from '../database/sources.table';
+import { agents } from './agents.table';
 
 export interface ConnectorRef {
   id: string;

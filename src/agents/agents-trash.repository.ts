@@ -2,7 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { and, asc, inArray, isNotNull, lt, not, sql } from 'drizzle-orm';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../database/transactions';
-import { agents, chatbots, triggers } from '../database/schema';
+import { chatbots } from '../database/chatbots.table';
+import { triggers } from '../database/triggers.table';
+import { agents } from './agents.table';
 import { executeRows } from '../database/execute-rows';
 
 /** Arbitrary constant shared by every instance: one purger at a time, the others skip. */

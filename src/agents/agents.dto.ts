@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { EXACT_JSON_RULES } from '../common/exact-json';
 import { IsIn, IsString, MaxLength, ValidateIf } from 'class-validator';
 import { BOUNDS, idPattern } from '../common/input-bounds';
-import { PartialUpdateBody, SchemaRules } from '../common/openapi';
+import { PartialUpdateBody, RulesBeyondSchema, SchemaRules } from '../common/openapi';
 import { HEX_COLOR_DESCRIPTION, HEX_COLOR_PATTERN } from '../common/validation';
 import { BooleanField, DateTimeField, IdField, IdListField, JsonObjectField, ObjectListField, TextField } from '../common/field';
 
@@ -133,10 +133,20 @@ abstract class AgentWritableFields {
   pending_trigger_hint?: Record<string, unknown> | null;
 }
 
+/** Rules of both agent bodies that JSON Schema cannot express. */
+const AGENT_REFERENCES = {
+  tools: 'each tool and its connector must exist in the organization',
+  connectors: 'each connector must exist in the organization',
+  sub_agents: 'each sub-agent must exist, be another agent, and close no loop',
+  data_sources: 'each source and document must exist in the organization',
+  handle: 'unique among the organization\'s live agents',
+};
+
 @SchemaRules({
   // the instructions rule: `instructions`, or a non-null `instructions_html` instead
   anyOf: [{ required: ['instructions'] }, { required: ['instructions_html'] }],
 })
+@RulesBeyondSchema(AGENT_REFERENCES)
 export class AgentCreateDto extends AgentWritableFields {
   @TextField({ pattern: HANDLE_PATTERN, message: HANDLE_MESSAGE, maxLength: BOUNDS.handle, description: 'Unique within the organization, compared case-insensitively.' })
   handle!: string;
@@ -156,6 +166,12 @@ export class AgentCreateDto extends AgentWritableFields {
 }
 
 @PartialUpdateBody()
+@RulesBeyondSchema({
+  ...AGENT_REFERENCES,
+  instructions: 'may be cleared only while the stored instructions_html is set',
+  instructions_html: 'may be cleared only while the stored instructions are set',
+  is_active: 'the activation guard judges the stored agent and what it references',
+})
 export class AgentUpdateDto extends AgentWritableFields {
   @TextField({ optional: true, pattern: HANDLE_PATTERN, message: HANDLE_MESSAGE, maxLength: BOUNDS.handle })
   handle?: string;

@@ -1,4 +1,4 @@
-import type { agents } from '../database/schema';
+import type { agents } from './agents.table';
 import { iso } from '../common/iso';
 import type { AgentDto } from './agents.dto';
 

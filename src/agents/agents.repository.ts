@@ -5,7 +5,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../database/transactions';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
-import { agents } from '../database/schema';
+import { agents } from './agents.table';
 import type { AgentRow } from './agents.mapper';
 
 export type NewAgentRow = typeof agents.$inferInsert;

@@ -1,7 +1,7 @@
 import { newId, parseId } from '../../libs/ids/ids';
 import { ApiError, type FieldErrors } from '../common/api-error';
 import { addFieldError, hasFieldErrors, refused, type Checked } from '../common/field-errors';
-import type { DataSourceRefRow, ToolRefRow } from '../database/schema';
+import type { DataSourceRefRow, ToolRefRow } from './agents.table';
 import { planLimitReached } from '../orgs/plan-limits';
 import { CUSTOM_TOOL_PREFIX, DEFAULT_AGENT_COLOR, type AgentCreateDto, type AgentUpdateDto, type DataSourceRefDto, type ToolRefDto } from './agents.dto';
 import type { AgentRow } from './agents.mapper';

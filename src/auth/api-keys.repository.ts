@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../database/transactions';
-import { apiKeys, orgs } from '../database/schema';
+import { orgs } from '../database/orgs.table';
+import { apiKeys } from './api-keys.table';
 import { prepareNamed } from '../database/prepared-statements';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;

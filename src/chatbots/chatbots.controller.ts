@@ -8,6 +8,7 @@ import type { AuthContext } from '../common/request-context';
 import { ChatbotDto } from './chatbots.dto';
 import { ChatbotsService } from './chatbots.service';
 import { idPattern } from '../common/input-bounds';
+import { CHATBOT_ID } from './chatbots.ids';
 
 @ApiTags('Chatbots')
 @Controller('chatbots')
@@ -26,7 +27,7 @@ export class ChatbotsController {
   @Get(':id')
   @RequireScope('chatbots:read')
   @ApiOperation({ operationId: 'getChatbot', summary: 'One chatbot' })
-  @ApiParam({ name: 'id', description: '`chatbot_<24 hex>`', schema: { type: 'string', pattern: idPattern('chatbot') } })
+  @ApiParam({ name: 'id', description: '`chatbot_<24 hex>`', schema: { type: 'string', pattern: idPattern(CHATBOT_ID) } })
   @ApiEnvelope(ChatbotDto)
   @ApiErrors(404)
   getChatbot(@Auth() auth: AuthContext, @Param('id') id: string): Promise<ChatbotDto> {

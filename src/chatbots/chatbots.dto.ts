@@ -1,8 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { idPattern } from '../common/input-bounds';
+import { CHATBOT_ID } from './chatbots.ids';
 
 export class ChatbotDto {
-  @ApiProperty({ pattern: idPattern('chatbot') }) id!: string;
+  @ApiProperty({ pattern: idPattern(CHATBOT_ID) }) id!: string;
   @ApiProperty({ description: 'widget identifier embedded in customer sites; safe to expose' }) public_id!: string;
   @ApiProperty() name!: string;
   @ApiPropertyOptional({ type: 'string', nullable: true }) agent_id?: string | null;

@@ -1,4 +1,4 @@
-import type { chatbots } from '../database/schema';
+import type { chatbots } from '../database/chatbots.table';
 import { iso } from '../common/iso';
 import type { ChatbotDto } from './chatbots.dto';
 

@@ -5,7 +5,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../database/transactions';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
-import { chatbots } from '../database/schema';
+import { chatbots } from '../database/chatbots.table';
 import type { ChatbotViewRow } from './chatbots.mapper';
 
 export type NewChatbotRow = typeof chatbots.$inferInsert;

@@ -6,6 +6,7 @@ import { Paginator, type PaginationQuery } from '../common/pagination';
 import type { ChatbotDto } from './chatbots.dto';
 import { mapChatbot } from './chatbots.mapper';
 import { ChatbotsRepository } from './chatbots.repository';
+import { CHATBOT_ID } from './chatbots.ids';
 
 @Injectable()
 export class ChatbotsService {
@@ -22,7 +23,7 @@ export class ChatbotsService {
 
   async getChatbot(orgId: string, rawId: string): Promise<ChatbotDto> {
     // chatbot path ids are `chatbot_<24 hex>` only
-    const id = parseId('chatbot', rawId);
+    const id = parseId(CHATBOT_ID, rawId);
     const row = id ? await this.repository.findById(orgId, id) : null;
     if (!row) throw ApiError.notFound('Chatbot');
     return mapChatbot(row);

@@ -1,5 +1,5 @@
 import { ValidateBy, type ValidationOptions } from 'class-validator';
-import { ID_PREFIXES, isId, type IdKind } from '../../libs/ids/ids';
+import { idPrefix, isId, type IdKind } from '../../libs/ids/ids';
 import { MAX_PLACEHOLDER_NAME_LENGTH, MAX_URL_LENGTH } from '../../libs/url-policy/url-policy';
 
 /**
@@ -9,6 +9,9 @@ import { MAX_PLACEHOLDER_NAME_LENGTH, MAX_URL_LENGTH } from '../../libs/url-poli
  * Each constant's comment says what it bounds and why this number: this is
  * the table of bounds (docs/decisions.md, "Input bounds", points here;
  * test/input-bounds.e2e-spec.ts refuses a constant without its comment).
+ * These are the shared ones: a bound only one module's inputs have is in that
+ * module's folder (`src/<resource>/<resource>.bounds.ts`, one exported
+ * `as const` object, commented the same way), and lands in the same table.
  */
 export const BOUNDS = {
   /** agent handle: an identifier, not prose (plus `^[a-zA-Z][a-zA-Z0-9]*$`) */
@@ -83,10 +86,6 @@ export const BOUNDS = {
   sourceConfigBytes: 262_144,
   /** GET /conversations conversation_number: the column is a PostgreSQL integer (int32); a larger value cannot match and is a client error, not a 500 */
   conversationNumber: 2_147_483_647,
-  /** chatbot `public_id` (fixtures only: the API does not write chatbots): the widget identifier embedded in customer sites */
-  chatbotPublicId: 100,
-  /** chatbot `welcome_message` (fixtures only): the greeting a widget shows */
-  welcomeMessage: 2_000,
 } as const;
 
 /**
@@ -95,7 +94,7 @@ export const BOUNDS = {
  * checks the format with parseId and answers 422 naming the field.
  */
 export function idPattern(kind: IdKind, options: { allowBare?: boolean } = {}): string {
-  const prefixed = `${ID_PREFIXES[kind]}_[a-f0-9]{24}`;
+  const prefixed = `${idPrefix(kind)}_[a-f0-9]{24}`;
   return options.allowBare ? `^(${prefixed}|[a-f0-9]{24})$` : `^${prefixed}$`;
 }
 
@@ -132,5 +131,5 @@ export function IsBoundedJson(options?: ValidationOptions): PropertyDecorator {
 
 /** class-validator: exactly `<prefix>_<24 lowercase hex>` of this kind (fixture ids; the pattern is `idPattern(kind)`). */
 export function IsIdOf(kind: IdKind, options?: ValidationOptions): PropertyDecorator {
-  return ValidateBy({ name: 'isIdOf', constraints: [kind], validator: { validate: (value: unknown) => isId(kind, value), defaultMessage: () => `must be ${ID_PREFIXES[kind]}_<24 lowercase hex>` } }, options);
+  return ValidateBy({ name: 'isIdOf', constraints: [kind], validator: { validate: (value: unknown) => isId(kind, value), defaultMessage: () => `must be ${idPrefix(kind)}_<24 lowercase hex>` } }, options);
 }

@@ -171,3 +171,26 @@ export function SchemaRules(rules: Record<string, unknown>): ClassDecorator {
 export function schemaRulesByName(): Map<string, Record<string, unknown>> {
   return new Map([...SCHEMA_RULES].map(([model, rules]) => [getSchemaPath(model).slice('#/components/schemas/'.length), rules]));
 }
+
+const RULES_BEYOND_SCHEMA = new Map<Type<unknown>, Readonly<Record<string, string>>>();
+
+/**
+ * The fields of a request body a refusal may name although the body follows
+ * its served schema: a reference to another row, a rule on stored data, a
+ * rule judged by code (the outbound-URL policy). JSON Schema cannot say
+ * these; each is `field path → the rule`, the path covering the field, its
+ * items and what is under it (`tools` covers `tools[0].name`). Every class
+ * a route takes as its body declares them, `{}` for none, so
+ * test/request-schemas.e2e-spec.ts can tell such a refusal from a schema
+ * that promises less than the server enforces.
+ */
+export function RulesBeyondSchema(fields: Readonly<Record<string, string>>): ClassDecorator {
+  return (target) => {
+    RULES_BEYOND_SCHEMA.set(target as unknown as Type<unknown>, fields);
+  };
+}
+
+/** Component schema name → the fields its class declared with `@RulesBeyondSchema`. */
+export function rulesBeyondSchemaByName(): Map<string, Readonly<Record<string, string>>> {
+  return new Map([...RULES_BEYOND_SCHEMA].map(([model, fields]) => [getSchemaPath(model).slice('#/components/schemas/'.length), fields]));
+}

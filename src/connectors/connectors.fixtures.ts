@@ -3,7 +3,7 @@ import { Type } from 'class-transformer';
 import { IsArray, IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
 import { OptionalNonNull, IsDateTime } from '../common/validation';
-import type { ConnectorToolRow } from '../database/schema';
+import type { ConnectorToolRow } from './connectors.table';
 import { fixtureDate, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CONNECTOR_STATUSES, CONNECTOR_TOOL_TYPES } from './connectors.dto';
 import { ConnectorsRepository, type NewConnectorRow } from './connectors.repository';

@@ -1,4 +1,4 @@
-import type { connectors, ConnectorToolRow } from '../database/schema';
+import type { connectors, ConnectorToolRow } from './connectors.table';
 import { iso } from '../common/iso';
 import type { ConnectorDetailDto, ConnectorSummaryDto, ConnectorToolDto } from './connectors.dto';
 

@@ -5,7 +5,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../database/transactions';
 import { orgScopedById, orgScopedPages } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
-import { connectors } from '../database/schema';
+import { connectors } from './connectors.table';
 import type { ConnectorRow } from './connectors.mapper';
 
 export type NewConnectorRow = typeof connectors.$inferInsert;

@@ -13,7 +13,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { newId } from '../../libs/ids/ids';
-import type { ToolCallRow } from '../database/schema';
+import type { ToolCallRow } from './conversations.table';
 import { fixtureDate, FixtureError, RegisteredFixtureSection, type FixtureContext } from '../fixtures/fixture-registry';
 import { CONVERSATION_SOURCES, MESSAGE_ROLES } from './conversations.dto';
 import { ConversationsRepository, type NewConversationRow, type NewMessageRow } from './conversations.repository';

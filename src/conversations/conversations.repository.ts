@@ -6,7 +6,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../database/transactions';
 import { orgScopedById } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
-import { conversations, messages } from '../database/schema';
+import { conversations, messages } from './conversations.table';
 import type { ConversationFilters } from './conversations.filters';
 import { prepareNamed } from '../database/prepared-statements';
 import { ShapeStatements } from '../database/shape-statements';

@@ -1,7 +1,7 @@
 import { ApiHideProperty, ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsObject, ValidateBy, ValidateIf } from 'class-validator';
 import { BOUNDS, idPattern } from '../common/input-bounds';
-import { PartialUpdateBody } from '../common/openapi';
+import { PartialUpdateBody, RulesBeyondSchema } from '../common/openapi';
 import { OptionalNonNull, UnknownKeysUnnamed } from '../common/validation';
 import { BooleanField, EnumField, ObjectField, ObjectListField, TextField } from '../common/field';
 import { AUTH_TYPES, HEADER_NAME, HEADER_VALUE_PATTERN, HTTP_METHODS, PARAM_LOCATIONS, PARAM_NAME, PARAM_TYPES, RESERVED_HEADER_RULES, TOOL_TYPES } from './custom-tools.rules';
@@ -166,6 +166,15 @@ class CustomToolFields {
   @ObjectField({ optional: true, nullable: true, of: CustomToolGroupInputDto }) group?: CustomToolGroupInputDto | null;
 }
 
+/** Rules of both custom-tool bodies that JSON Schema cannot express. */
+const CUSTOM_TOOL_RULES = {
+  headers: 'outbound header names and values are judged by code (reserved names, allowed bytes)',
+  parameters: 'names unique within the tool; header names judged by code',
+  url: 'the outbound-URL policy (private addresses, DNS) is code',
+  body_template: 'valid JSON once its placeholders are substituted',
+};
+
+@RulesBeyondSchema({ ...CUSTOM_TOOL_RULES, name: 'unique within the organization' })
 export class CustomToolCreateDto extends CustomToolFields {
   @TextField({ minLength: 1, maxLength: BOUNDS.name, description: 'human-readable name that should include connector and resource' }) label!: string;
   @TextField({ minLength: 1, maxLength: BOUNDS.toolDescription, description: 'addressed to the language model; decides when the tool is called' }) description!: string;
@@ -174,6 +183,7 @@ export class CustomToolCreateDto extends CustomToolFields {
 }
 
 @PartialUpdateBody()
+@RulesBeyondSchema(CUSTOM_TOOL_RULES)
 export class CustomToolUpdateDto extends CustomToolFields {
   @TextField({ optional: true, minLength: 1, maxLength: BOUNDS.name }) label?: string;
   @TextField({ optional: true, minLength: 1, maxLength: BOUNDS.toolDescription }) description?: string;

@@ -1,4 +1,4 @@
-import type { customTools } from '../database/schema';
+import type { customTools } from './custom-tools.table';
 import { iso } from '../common/iso';
 import type { CustomToolDto, CustomToolParamDto } from './custom-tools.dto';
 

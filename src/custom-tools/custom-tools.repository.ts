@@ -6,7 +6,7 @@ import type { DatabaseTransactions } from '../database/transactions';
 import { lockOrgRow } from '../database/org-scoped-lock';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRow } from '../database/org-scoped-upsert';
-import { customTools } from '../database/schema';
+import { customTools } from './custom-tools.table';
 import { removeFromAgentLists } from '../agents/agent-references.repository';
 import type { CustomToolRow } from './custom-tools.mapper';
 

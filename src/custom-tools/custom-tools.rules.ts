@@ -2,7 +2,7 @@ import type { FieldErrors } from '../common/api-error';
 import { addFieldError, mergeFieldErrors, refused, type Checked } from '../common/field-errors';
 import { BOUNDS } from '../common/input-bounds';
 import { outboundUrlProblem, PLACEHOLDER_NAME_CHARS, placeholderPattern } from '../../libs/url-policy/url-policy';
-import type { customTools, CustomToolGroupRow, CustomToolParamRow } from '../database/schema';
+import type { customTools, CustomToolGroupRow, CustomToolParamRow } from './custom-tools.table';
 
 /**
  * The rules a custom tool definition must satisfy and the one way its stored

@@ -14,7 +14,6 @@ import { PgliteDirectoryLock } from './pglite-lock';
 import { PostgresConnections } from './pg-connections';
 import { QueryErrorReporter } from './query-error-reporter';
 import { poolerSafe, withMigrationLock } from './pooler';
-import * as schema from './schema';
 import { executeRows } from './execute-rows';
 
 /**
@@ -81,7 +80,7 @@ export class DatabaseConnection {
   /** Wraps an existing PGlite (tests hand in a copy of a migrated template). */
   static fromPglite(client: PGlite, onClose: () => Promise<void> = () => client.close()): DatabaseConnection {
     const queryErrors = new QueryErrorReporter();
-    const drizzleDb = drizzlePglite({ client: drizzlePgliteClient(client, queryErrors), schema });
+    const drizzleDb = drizzlePglite({ client: drizzlePgliteClient(client, queryErrors) });
     const db = drizzleDb as unknown as Database;
     const beginTransaction = <T>(fn: (tx: Transaction) => Promise<T>): Promise<T> => drizzleDb.transaction((tx) => fn(tx as never));
     return new DatabaseConnection(

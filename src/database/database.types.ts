@@ -1,8 +1,11 @@
 import type { ExtractTablesWithRelations } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
-import type * as schema from './schema';
 
-type Schema = typeof schema;
+/**
+ * No schema: relational queries are not used, every statement names its
+ * tables, and each table lives in its module's folder (`*.table.ts`).
+ */
+type Schema = Record<string, never>;
 
 /**
  * What a raw statement (`db.execute`) returns on both drivers: node-postgres'

@@ -5,7 +5,6 @@ import type { Database, Transaction } from './database.types';
 import type { QueryErrorReporter } from './query-error-reporter';
 import { UNNAMED_STATEMENT_NAME } from './prepared-statements';
 import { databaseDeadline } from './request-scope';
-import * as schema from './schema';
 
 /**
  * What a query may take beyond the server's statement_timeout before the
@@ -261,7 +260,7 @@ export class PostgresConnections {
     });
     this.pool.on('error', (error) => events.idleError(error));
     const root: StatementRunner = { query: (config, values) => this.run(config, values) };
-    this.db = drizzle({ client: root as unknown as Pool, schema }) as unknown as Database;
+    this.db = drizzle({ client: root as unknown as Pool }) as unknown as Database;
   }
 
   /**

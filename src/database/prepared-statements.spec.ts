@@ -3,14 +3,16 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import type { Database } from './database.types';
 import { orgScopedReads } from './org-scoped-reads';
 import { prepareNamed, type TransactionSource } from './prepared-statements';
-import * as schema from './schema';
+import { agents } from '../agents/agents.table';
+import { members } from '../team/team.table';
+import { orgs } from './orgs.table';
 
 // a drizzle database without a connection: building and preparing a statement never reaches one
-const database = () => drizzle.mock({ schema }) as unknown as Database;
+const database = () => drizzle.mock() as unknown as Database;
 /** What TransactionHost gives a repository when no transaction is open: the root database. */
 const outsideTransactions = (db: Database): TransactionSource => ({ tx: db, isTransactionActive: () => false });
-const orgById = (db: Database) => db.select().from(schema.orgs).where(eq(schema.orgs.id, sql.placeholder('orgId')));
-const memberById = (db: Database) => db.select().from(schema.members).where(eq(schema.members.id, sql.placeholder('id')));
+const orgById = (db: Database) => db.select().from(orgs).where(eq(orgs.id, sql.placeholder('orgId')));
+const memberById = (db: Database) => db.select().from(members).where(eq(members.id, sql.placeholder('id')));
 
 describe('prepared statement names are unique per database', () => {
   test('a second statement under a name already taken fails when it is built, naming the name', () => {
@@ -34,11 +36,11 @@ describe('prepared statement names are unique per database', () => {
 
   test('orgScopedReads: two reads of one table under one statementPrefix but other conditions fail', () => {
     const db = database();
-    orgScopedReads(outsideTransactions(db), schema.agents, { statementPrefix: 'agents' });
-    expect(() => orgScopedReads(outsideTransactions(db), schema.agents, { statementPrefix: 'agents', where: sql`${schema.agents.deletedAt} is null` })).toThrow(
+    orgScopedReads(outsideTransactions(db), agents, { statementPrefix: 'agents' });
+    expect(() => orgScopedReads(outsideTransactions(db), agents, { statementPrefix: 'agents', where: sql`${agents.deletedAt} is null` })).toThrow(
       /"agents_by_id"/,
     );
-    expect(() => orgScopedReads(outsideTransactions(db), schema.agents, { statementPrefix: 'agents_live', where: sql`${schema.agents.deletedAt} is null` })).not.toThrow();
+    expect(() => orgScopedReads(outsideTransactions(db), agents, { statementPrefix: 'agents_live', where: sql`${agents.deletedAt} is null` })).not.toThrow();
   });
 });
 

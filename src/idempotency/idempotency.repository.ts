@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { and, asc, eq, gt, lte, sql } from 'drizzle-orm';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../database/transactions';
-import { idempotencyRecords } from '../database/schema';
+import { idempotencyRecords } from './idempotency.table';
 import { prepareNamed } from '../database/prepared-statements';
 
 export interface IdempotencyRecord {

@@ -1,5 +1,5 @@
 import { iso } from '../common/iso';
-import type { orgs } from '../database/schema';
+import type { orgs } from '../database/orgs.table';
 import type { OrgDto } from './orgs.dto';
 
 export type OrgRow = typeof orgs.$inferSelect;

@@ -3,7 +3,8 @@ import { eq, sql } from 'drizzle-orm';
 import { newId } from '../../libs/ids/ids';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../database/transactions';
-import { orgs, sources, type OrgLimits } from '../database/schema';
+import { orgs, type OrgLimits } from '../database/orgs.table';
+import { sources } from '../database/sources.table';
 import type { OrgRow } from './orgs.mapper';
 import { prepareNamed } from '../database/prepared-statements';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { newId } from '../../libs/ids/ids';
 import { ApiError } from '../common/api-error';
-import type { OrgCredits, OrgLimits, OrgTrial } from '../database/schema';
+import type { OrgCredits, OrgLimits, OrgTrial } from '../database/orgs.table';
 import { ORG_STATUSES, type OrgDto } from './orgs.dto';
 import { mapOrg } from './orgs.mapper';
 import { OrgsRepository } from './orgs.repository';

@@ -1,6 +1,6 @@
 import { ApiError, type FieldErrors } from '../common/api-error';
 import { addFieldError, mergeFieldErrors } from '../common/field-errors';
-import type { OrgLimits } from '../database/schema';
+import type { OrgLimits } from '../database/orgs.table';
 
 type PlanCap = keyof OrgLimits;
 

@@ -4,6 +4,7 @@ import { accepted } from '../common/api-error';
 import { TextField } from '../common/field';
 import { BOUNDS, idPattern } from '../common/input-bounds';
 import { BodyPrecheck, OptionalNonNull } from '../common/validation';
+import { RulesBeyondSchema } from '../common/openapi';
 import { OUTBOUND_URL_RULES } from '../../libs/url-policy/url-policy';
 import { checkCreatableType, MAX_CRAWL_DEPTH, MAX_PAGES, MAX_PATTERNS, PATH_PATTERN, SOURCE_CONFIG_RULES } from './sources.rules';
 
@@ -29,6 +30,7 @@ export class SourceDto {
 
 /** `type` is judged before the other fields: the validation pipe runs the `@BodyPrecheck` first. */
 @BodyPrecheck((body) => accepted(checkCreatableType(body)))
+@RulesBeyondSchema({ 'config.url': 'the outbound-URL policy (private addresses, DNS) is code' })
 export class SourceCreateDto {
   /** documented as the two types POST creates; the other two are answered by the precheck (409, 422) */
   @ApiProperty({ enum: CREATABLE_SOURCE_TYPES, description: '`upload` → 409 (the singleton exists); `connector` → 422' })

@@ -1,4 +1,4 @@
-import type { sources } from '../database/schema';
+import type { sources } from '../database/sources.table';
 import { iso } from '../common/iso';
 import type { SourceDto } from './sources.dto';
 

@@ -7,7 +7,8 @@ import type { DatabaseTransactions } from '../database/transactions';
 import { lockOrgRow } from '../database/org-scoped-lock';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRow, upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
-import { documents, sources } from '../database/schema';
+import { sources } from '../database/sources.table';
+import { documents } from '../database/sources.table';
 import { removeFromAgentLists } from '../agents/agent-references.repository';
 import type { SourceRow } from './sources.mapper';
 

@@ -1,4 +1,4 @@
-import type { members } from '../database/schema';
+import type { members } from './team.table';
 import { iso } from '../common/iso';
 import type { MemberDto } from './team.dto';
 

@@ -3,7 +3,7 @@ import { desc, eq, sql } from 'drizzle-orm';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../database/transactions';
 import { upsertOrgRowsOneByOne } from '../database/org-scoped-upsert';
-import { members } from '../database/schema';
+import { members } from './team.table';
 import type { MemberRow } from './team.mapper';
 import { prepareNamed } from '../database/prepared-statements';
 

@@ -8,6 +8,7 @@ import type { AuthContext } from '../common/request-context';
 import { TriggerDto } from './triggers.dto';
 import { TriggersService } from './triggers.service';
 import { idPattern } from '../common/input-bounds';
+import { TRIGGER_ID } from './triggers.ids';
 
 @ApiTags('Triggers')
 @Controller('triggers')
@@ -26,7 +27,7 @@ export class TriggersController {
   @Get(':id')
   @RequireScope('triggers:read')
   @ApiOperation({ operationId: 'getTrigger', summary: 'One trigger' })
-  @ApiParam({ name: 'id', description: '`trigger_<24 hex>`', schema: { type: 'string', pattern: idPattern('trigger') } })
+  @ApiParam({ name: 'id', description: '`trigger_<24 hex>`', schema: { type: 'string', pattern: idPattern(TRIGGER_ID) } })
   @ApiEnvelope(TriggerDto)
   @ApiErrors(404)
   getTrigger(@Auth() auth: AuthContext, @Param('id') id: string): Promise<TriggerDto> {

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { idPattern } from '../common/input-bounds';
+import { TRIGGER_ID } from './triggers.ids';
 
 export const CRON_SCHEDULED_EVENT = 'cron.scheduled';
 const CUSTOM_TRIGGER_EVENT = 'svc.custom_trigger';
@@ -19,7 +20,7 @@ export class TriggerScheduleDto {
 }
 
 export class TriggerDto {
-  @ApiProperty({ pattern: idPattern('trigger') }) id!: string;
+  @ApiProperty({ pattern: idPattern(TRIGGER_ID) }) id!: string;
   @ApiPropertyOptional({ type: 'string', nullable: true }) agent_id?: string | null;
   @ApiPropertyOptional({ type: 'string', nullable: true, description: 'null for custom and cron-scheduled triggers' }) connector_id?: string | null;
   @ApiProperty() connector_type!: string;

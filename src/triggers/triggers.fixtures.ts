@@ -9,6 +9,7 @@ import { CRON_SCHEDULED_EVENT, isCustomTrigger } from './triggers.dto';
 import { TriggersRepository, type NewTriggerRow } from './triggers.repository';
 import { IsIdOf } from '../common/input-bounds';
 import { IsDateTime } from '../common/validation';
+import { TRIGGER_ID } from './triggers.ids';
 
 class TriggerScheduleFixture {
   @IsOptional() @IsString() @MaxLength(200) cron_expression?: string | null;
@@ -19,7 +20,7 @@ class TriggerScheduleFixture {
 }
 
 class TriggerFixture {
-  @IsOptional() @IsIdOf('trigger') id?: string;
+  @IsOptional() @IsIdOf(TRIGGER_ID) id?: string;
   @IsOptional() @IsIdOf('agent') agent_id?: string | null;
   @IsOptional() @IsIdOf('connector') connector_id?: string | null;
   @IsString() @IsNotEmpty() @MaxLength(100) connector_type!: string;
@@ -68,7 +69,7 @@ export class TriggersFixtureSection extends RegisteredFixtureSection<NewTriggerR
           }
         : null;
       return {
-        id: item.id ?? newId('trigger', createdAt),
+        id: item.id ?? newId(TRIGGER_ID, createdAt),
         orgId: ctx.orgId,
         agentId: item.agent_id ?? null,
         connectorId: item.connector_id ?? null,

@@ -1,4 +1,4 @@
-import type { triggers } from '../database/schema';
+import type { triggers } from '../database/triggers.table';
 import { iso } from '../common/iso';
 import { CRON_SCHEDULED_EVENT, type TriggerDto, type TriggerScheduleDto } from './triggers.dto';
 

@@ -4,7 +4,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../database/transactions';
 import { orgScopedReads } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
-import { triggers } from '../database/schema';
+import { triggers } from '../database/triggers.table';
 import type { TriggerViewRow } from './triggers.mapper';
 
 export type NewTriggerRow = typeof triggers.$inferInsert;

@@ -6,6 +6,7 @@ import { Paginator, type PaginationQuery } from '../common/pagination';
 import type { TriggerDto } from './triggers.dto';
 import { mapTrigger } from './triggers.mapper';
 import { TriggersRepository } from './triggers.repository';
+import { TRIGGER_ID } from './triggers.ids';
 
 @Injectable()
 export class TriggersService {
@@ -22,7 +23,7 @@ export class TriggersService {
 
   async getTrigger(orgId: string, rawId: string): Promise<TriggerDto> {
     // trigger path ids are `trigger_<24 hex>` only
-    const id = parseId('trigger', rawId);
+    const id = parseId(TRIGGER_ID, rawId);
     const row = id ? await this.repository.findById(orgId, id) : null;
     if (!row) throw ApiError.notFound('Trigger');
     return mapTrigger(row);

@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm';
 import { newId } from '../../libs/ids/ids';
-import { documents } from '../../src/database/schema';
+import { documents } from '../../src/database/sources.table';
 import type { TestApp } from './test-app';
 
 /** Document rows written straight to the database, for the source cascade tests. */

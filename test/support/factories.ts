@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { ApiKeysService } from '../../src/auth/api-keys.service';
 import { SCOPES, type Scope } from '../../src/auth/scopes';
-import type { OrgLimits } from '../../src/database/schema';
+import type { OrgLimits } from '../../src/database/orgs.table';
 import { OrgsService } from '../../src/orgs/orgs.service';
 
 let counter = 0;

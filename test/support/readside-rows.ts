@@ -1,7 +1,13 @@
 import { newId } from '../../libs/ids/ids';
 import { ticketIdsOf } from '../../src/conversations/conversations.fixtures';
 import type { Database } from '../../src/database/database.types';
-import { agents, chatbots, connectors, conversations, messages, triggers } from '../../src/database/schema';
+import { agents } from '../../src/agents/agents.table';
+import { chatbots } from '../../src/database/chatbots.table';
+import { connectors } from '../../src/connectors/connectors.table';
+import { conversations, messages } from '../../src/conversations/conversations.table';
+import { triggers } from '../../src/database/triggers.table';
+import { CHATBOT_ID } from '../../src/chatbots/chatbots.ids';
+import { TRIGGER_ID } from '../../src/triggers/triggers.ids';
 
 /**
  * Rows of the read-side tables written straight through Drizzle: the API
@@ -49,13 +55,13 @@ export async function insertConnector(db: Database, orgId: string, overrides: Pa
 }
 
 export async function insertTrigger(db: Database, orgId: string, overrides: Partial<typeof triggers.$inferInsert> = {}): Promise<string> {
-  const id = overrides.id ?? newId('trigger');
+  const id = overrides.id ?? newId(TRIGGER_ID);
   await db.insert(triggers).values({ connectorType: 'zendesk', event: 'ticket.created', ...overrides, id, orgId });
   return id;
 }
 
 export async function insertChatbot(db: Database, orgId: string, overrides: Partial<typeof chatbots.$inferInsert> = {}): Promise<string> {
-  const id = overrides.id ?? newId('chatbot');
+  const id = overrides.id ?? newId(CHATBOT_ID);
   await db.insert(chatbots).values({ publicId: `cb_${id.slice(-24)}`, name: 'Help widget', ...overrides, id, orgId });
   return id;
 }

@@ -10,7 +10,7 @@ import { ApiEnvelope, ApiErrors } from '../../src/common/openapi';
 import type { AuthContext } from '../../src/common/request-context';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { DatabaseTransactions } from '../../src/database/transactions';
-import { agents } from '../../src/database/schema';
+import { agents } from '../../src/agents/agents.table';
 import { MAX_RECORD_BYTES } from '../../src/idempotency/idempotency.service';
 
 /**
