@@ -1,11 +1,10 @@
 import { drizzle } from 'drizzle-orm/node-postgres';
 import type { Database } from './database.types';
 import { UNNAMED_STATEMENT_NAME, type TransactionSource } from './prepared-statements';
-import * as schema from './schema';
 import { ShapeStatements, type ShapeQuery } from './shape-statements';
 
 // a drizzle database without a connection: the statements here are never run on it
-const database = () => drizzle.mock({ schema }) as unknown as Database;
+const database = () => drizzle.mock() as unknown as Database;
 const outsideTransactions = (db: Database): TransactionSource => ({ tx: db, isTransactionActive: () => false });
 
 /** What each build call made: the database it was built on and the name it was prepared under, if any. */
