@@ -5,6 +5,7 @@ import { TenantConcurrencyGuard } from '../src/guards/tenant-concurrency.guard';
 import { httpLayerOf } from '../src/http/adapter';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
+import { until } from './support/until';
 
 /**
  * No lock-out without a key: a flood of idle or slow connections from one
@@ -304,11 +305,6 @@ function answerOn(held: Held): Promise<string> {
       if (text.includes('\r\n\r\n')) resolve(text.slice(0, text.indexOf('\r\n\r\n')));
     });
   });
-}
-
-/** Waits, a few milliseconds at a time, until the server reaches the state under test. */
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 function fastifyOf(t: TestApp): FastifyInstance {

@@ -3,6 +3,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { createOrg, type TestOrg } from './support/factories';
 import { expectPromtoolAccepts, parseExposition, sampleValue, scrapeMetrics, scrapeMetricsText, type Exposition } from './support/prometheus';
 import { createTestApp, type TestApp } from './support/test-app';
+import { until } from './support/until';
 
 let t: TestApp;
 let org: TestOrg;
@@ -165,11 +166,16 @@ describe('a request cut by the request timeout (408): counted once, like any ans
     const counts = (exposition: Exposition) =>
       new Map(exposition.samples.filter((s) => s.name === 'http_requests_total').map((s) => [`${s.labels.method} ${s.labels.route} ${s.labels.status}`, s.value]));
     const before = counts(await scrapeMetrics(slow.app));
+    const movedSince = async () => {
+      const after = counts(await scrapeMetrics(slow.app));
+      return Object.fromEntries([...after].filter(([key, value]) => value !== (before.get(key) ?? 0)).map(([key, value]) => [key, value - (before.get(key) ?? 0)]));
+    };
     await act();
-    // anything the cut request could still cause (its body reader failing) has happened by now
+    // the cut is counted once the answer is finished, which may be after the client saw the close
+    await until(async () => Object.keys(await movedSince()).length > 0);
+    // a second count (its body reader failing after the cut) is a negative: only letting time pass can show it did not come
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const after = counts(await scrapeMetrics(slow.app));
-    return Object.fromEntries([...after].filter(([key, value]) => value !== (before.get(key) ?? 0)).map(([key, value]) => [key, value - (before.get(key) ?? 0)]));
+    return movedSince();
   }
 
   /** Writes `head` on a new connection, sends nothing more, and resolves with what the server sent before closing it. */

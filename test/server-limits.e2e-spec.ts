@@ -45,6 +45,14 @@ async function demoKey(server: RunningServer): Promise<string> {
 const post = (length: number, requestId: string, key: string) =>
   `POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nX-Request-ID: ${requestId}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 
+/** `head` asking for `100 Continue` before its body. */
+const expectContinue = (head: string) => head.replace('\r\n\r\n', '\r\nExpect: 100-continue\r\n\r\n');
+
+/** Resolves at the `100 Continue` the server writes once it is reading the body: no sleep guesses when that is. */
+function continued(socket: Socket): Promise<void> {
+  return new Promise((resolve) => socket.on('data', (chunk) => String(chunk).startsWith('HTTP/1.1 100 ') && resolve()));
+}
+
 describe('slow and oversized clients', () => {
   let server: RunningServer;
   let origin: URL;
@@ -82,8 +90,9 @@ describe('slow and oversized clients', () => {
   });
 
   test('a client that hangs up in the middle of its body is not a database outage', async () => {
-    const { socket, done } = exchange(origin, post(1000, 'hung-up-body', key), '{"handle":');
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const { socket, done } = exchange(origin, expectContinue(post(1000, 'hung-up-body', key)));
+    await continued(socket);
+    socket.write('{"handle":');
     socket.destroy();
     await done;
     // the filter's lines come after the socket's end, and log lines are written every 100 ms
@@ -125,9 +134,8 @@ describe('connection cap', () => {
     // Bodies announced and not sent: each connection is busy with its request (idle ones would be closed for the
     // newcomer). `100 Continue` comes once the server is reading the body, so no sleep guesses when that is.
     const held = [0, 1, 2, 3].map((i) => {
-      const request = exchange(origin, post(100, `held-${i}`, key).replace('\r\n\r\n', '\r\nExpect: 100-continue\r\n\r\n'));
-      const reading = new Promise<void>((resolve) => request.socket.on('data', (chunk) => String(chunk).startsWith('HTTP/1.1 100 ') && resolve()));
-      return { ...request, reading };
+      const request = exchange(origin, expectContinue(post(100, `held-${i}`, key)));
+      return { ...request, reading: continued(request.socket) };
     });
     try {
       await Promise.all(held.map(({ reading }) => reading));
@@ -152,11 +160,13 @@ describe('shutdown deadline', () => {
   test('a client still sending at the deadline is cut and named in the log; nothing was lost: exit 0', async () => {
     const server = await startServer({ PGLITE_DIR: 'memory', SHUTDOWN_DRAIN_DELAY_MS: '300', SHUTDOWN_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '60000', HTTP_HEADERS_TIMEOUT_MS: '60000' });
     const origin = new URL(server.address);
-    const slow = exchange(origin, post(100, 'slow-at-deadline', await demoKey(server)), '{"handle":');
+    const slow = exchange(origin, expectContinue(post(100, 'slow-at-deadline', await demoKey(server))));
+    // the server is reading its body when the signal comes
+    await continued(slow.socket);
+    slow.socket.write('{"handle":');
     // keep it alive: a byte every 200 ms, so no request timeout would ever end it
     const trickle = setInterval(() => slow.socket.write(' '), 200);
     try {
-      await new Promise((resolve) => setTimeout(resolve, 300));
       const signalled = Date.now();
       server.child.kill('SIGTERM');
       const exit = await server.exited;
@@ -167,7 +177,8 @@ describe('shutdown deadline', () => {
       const cut = exit.stdout.split('\n').find((line) => line.includes('"msg":"shutdown deadline: request cut"'));
       expect(JSON.parse(cut!)).toMatchObject({ level: 'warn', request_id: 'slow-at-deadline', method: 'POST', path: '/api/v1/agents', phase: 'receiving' });
       expect(exit.stdout).toContain('"cut":1,"msg":"stopped: requests cut at the deadline, database closed"');
-      expect((await slow.done).text).toBe('');
+      // nothing after its 100 Continue: cut unanswered
+      expect((await slow.done).text).toBe('HTTP/1.1 100 Continue\r\n\r\n');
     } finally {
       clearInterval(trickle);
     }

@@ -2,6 +2,7 @@ import { TenantConcurrencyGuard } from '../src/guards/tenant-concurrency.guard';
 import { OrgsService } from '../src/orgs/orgs.service';
 import { createOrg, type TestOrg } from './support/factories';
 import { createTestApp, type TestApp } from './support/test-app';
+import { until } from './support/until';
 
 /**
  * The tenant bound's slots are taken by the last guard and given back when
@@ -61,13 +62,19 @@ describe('tenant slots are given back by every kind of answer', () => {
   });
 
   it('a request whose client hung up before the answer gives its slots back once the handler ends', async () => {
-    // the handler outlives the client: the slots are held until its answer is (not) sent
+    // the handler outlives the client: it starts, the client hangs up, then the test lets it finish
+    // (the slots are held until its answer is (not) sent)
     const orgs = t.app.get(OrgsService);
     const getOrg = orgs.getOrg.bind(orgs);
+    let handlerStarted!: () => void;
+    const started = new Promise<void>((resolve) => (handlerStarted = resolve));
+    let finishHandler!: () => void;
+    const finish = new Promise<void>((resolve) => (finishHandler = resolve));
     let handlerDone!: () => void;
     const ended = new Promise<void>((resolve) => (handlerDone = resolve));
     const slow = jest.spyOn(orgs, 'getOrg').mockImplementationOnce(async (orgId) => {
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      handlerStarted();
+      await finish;
       try {
         return await getOrg(orgId);
       } finally {
@@ -75,16 +82,16 @@ describe('tenant slots are given back by every kind of answer', () => {
       }
     });
     try {
-      const hungUp = await t.http
-        .get('/api/v1/org')
-        .set('Authorization', org.auth)
-        .timeout(30)
-        .then(() => null, (error: { timeout?: number }) => error);
-      expect(hungUp?.timeout).toBe(30);
+      const request = t.http.get('/api/v1/org').set('Authorization', org.auth);
+      const hungUp = request.then(() => null, (error: { code?: string }) => error);
+      await started;
+      request.abort();
+      expect((await hungUp)?.code).toBe('ABORTED');
       expect(guard.keys.held(org.keyId)).toBe(1);
+      finishHandler();
       await ended;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      expectNoSlotHeld();
+      // given back when the answer is sent, a moment after the handler returns
+      await until(() => guard.keys.held(org.keyId) === 0 && guard.orgs.held(org.orgId) === 0);
       expect((await t.http.get('/api/v1/org').set('Authorization', org.auth)).status).toBe(200);
     } finally {
       slow.mockRestore();

@@ -3,6 +3,7 @@ import { newId } from '../../libs/ids/ids';
 import { createOrg } from '../support/factories';
 import { insertAgent } from '../support/readside-rows';
 import { createTestApp, type TestApp } from '../support/test-app';
+import { until } from '../support/until';
 
 /**
  * The rollup backfill on a live table: a recount of one agent replaces its
@@ -44,7 +45,13 @@ describe('agent usage rollups: recount beside concurrent writers', () => {
     );
     return state;
   };
-  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const backendPid = async (client: Client) => (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0].pid;
+  /**
+   * Until the statement of backend `pid` waits on a lock (or has finished, which the test's next line refuses): the
+   * order under test is set, at whatever time a loaded machine gets there.
+   */
+  const waitsOnLock = (observer: Client, pid: number, state: { done: boolean }) =>
+    until(async () => state.done || (await observer.query<{ wait: string | null }>('select wait_event_type as wait from pg_stat_activity where pid = $1', [pid])).rows[0]?.wait === 'Lock');
   const usage = async (client: Client, orgId: string, agentId: string) =>
     (await client.query(`select day::text, conversations, messages::int from agent_daily_usage where org_id = $1 and agent_id = $2 order by day`, [orgId, agentId])).rows;
   const ticketState = async (client: Client, orgId: string, agentId: string) => [
@@ -69,9 +76,10 @@ describe('agent usage rollups: recount beside concurrent writers', () => {
 
     // another agent's recount goes through while the writer is open
     await recounter.query(`select conversations_usage_recount($1, $2)`, [org.orgId, otherAgent]);
+    const recounterPid = await backendPid(recounter);
     const recount = recounter.query(`select conversations_usage_recount($1, $2)`, [org.orgId, agentId]);
     const state = settled(recount);
-    await pause(300);
+    await waitsOnLock(reader, recounterPid, state);
     expect(state.done).toBe(false);
     await writer.query('commit');
     await recount;
@@ -93,9 +101,10 @@ describe('agent usage rollups: recount beside concurrent writers', () => {
 
     await recounter.query('begin');
     await recounter.query(`select conversations_usage_recount($1, $2)`, [org.orgId, agentId]);
+    const writerPid = await backendPid(writer);
     const write = insert(writer, org.orgId, agentId, '2026-03-05', 'T2');
     const state = settled(write);
-    await pause(300);
+    await waitsOnLock(reader, writerPid, state);
     expect(state.done).toBe(false);
     await recounter.query('commit');
     await write;

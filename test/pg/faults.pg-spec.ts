@@ -103,7 +103,7 @@ describe('database faults (server engine)', () => {
     });
     expect(res.status).toBe(201);
     expect(JSON.parse(res.text).data.handle).toBe(handle);
-  }, 20_000);
+  });
 
   describe('the server stops mid-traffic and starts again', () => {
     it('answers 503 service_unavailable during the outage, quickly, and recovers without a restart', async () => {

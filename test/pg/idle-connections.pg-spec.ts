@@ -140,7 +140,7 @@ describe('connections that die while idle (server engine)', () => {
     expect(runs).toBe(2);
     const { rows } = await admin.query<{ name: string }>('select name from orgs where id = $1', [org.orgId]);
     expect(rows[0].name).toBe(marker);
-  }, 30_000);
+  });
 
   it('through TransactionHost, as services open them: the work run again after a connection lost after BEGIN runs on the new attempt\'s tx', async () => {
     const txHost: TransactionHost<DatabaseTransactions> = t.app.get(TransactionHost);
@@ -154,7 +154,7 @@ describe('connections that die while idle (server engine)', () => {
     expect(runs).toBe(2);
     const { rows } = await admin.query<{ name: string }>('select name from orgs where id = $1', [org.orgId]);
     expect(rows[0].name).toBe(marker);
-  }, 30_000);
+  });
 
   it('a connection that dies in the middle of a transaction is not retried: the work ran once and rolled back', async () => {
     const marker = `mid${randomUUID().slice(0, 8)}`;
@@ -173,7 +173,7 @@ describe('connections that die while idle (server engine)', () => {
     expect(rows[0].name).not.toBe(marker);
     // and the pool serves on
     expect((await send(false, 0)).status).toBe(200);
-  }, 30_000);
+  });
 
   /** Terminates the backend running the statement whose text contains `marker` (a comment), once it is seen running; returns its pid. */
   async function terminateRunning(marker: string): Promise<number> {
@@ -207,7 +207,7 @@ describe('connections that die while idle (server engine)', () => {
     // sent once: a second execution would have committed the name
     const { rows } = await admin.query<{ name: string }>('select name from orgs where id = $1', [org.orgId]);
     expect(rows[0].name).toBe(before[0].name);
-  }, 30_000);
+  });
 
   it('a read whose connection dies after it was sent runs again on another connection', async () => {
     const marker = `read${randomUUID().slice(0, 8)}`;
@@ -217,7 +217,7 @@ describe('connections that die while idle (server engine)', () => {
     const { rows } = (await read) as unknown as { rows: Array<{ marker: string; pid: number }> };
     expect(rows[0].marker).toBe(marker);
     expect(rows[0].pid).not.toBe(killed);
-  }, 30_000);
+  });
 
   it('no log line the faults produced carries a query\'s text or parameters', () => {
     expect(t.logs.length).toBeGreaterThan(0);

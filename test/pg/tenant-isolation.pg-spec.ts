@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { TenantConcurrencyGuard } from '../../src/guards/tenant-concurrency.guard';
 import { createOrg, type TestOrg } from '../support/factories';
 import { createTestApp, type TestApp } from '../support/test-app';
+import { until } from '../support/until';
 
 /**
  * One organization's slow requests do not hold the pool: with a pool of 4
@@ -50,7 +51,7 @@ describe('one tenant cannot stall the others', () => {
             return res;
           }),
       );
-      while (slots.orgs.held(orgA.orgId) < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+      await until(() => slots.orgs.held(orgA.orgId) >= 2);
 
       for (const path of ['/api/v1/agents', '/api/v1/org', '/api/v1/agents', '/api/v1/org', '/api/v1/agents']) {
         const res = await t.http.get(path).set('Authorization', authB);
