@@ -53,18 +53,22 @@ function continued(socket: Socket): Promise<void> {
   return new Promise((resolve) => socket.on('data', (chunk) => String(chunk).startsWith('HTTP/1.1 100 ') && resolve()));
 }
 
-describe('slow and oversized clients', () => {
-  let server: RunningServer;
-  let origin: URL;
-  let key: string;
+/** A server for the enclosing describe, started with `settings` before its tests and killed after them; its demo key. */
+function serverForDescribe(settings: Record<string, string>): { server: RunningServer; origin: URL; key: string } {
+  const running = {} as { server: RunningServer; origin: URL; key: string };
   beforeAll(async () => {
-    server = await startServer({ PGLITE_DIR: 'memory', HTTP_REQUEST_TIMEOUT_MS: '2000', HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_MAX_CONNECTIONS: '4', SHUTDOWN_DRAIN_DELAY_MS: '0' });
-    origin = new URL(server.address);
-    key = await demoKey(server);
+    running.server = await startServer({ PGLITE_DIR: 'memory', SHUTDOWN_DRAIN_DELAY_MS: '0', ...settings });
+    running.origin = new URL(running.server.address);
+    running.key = await demoKey(running.server);
   });
   afterAll(async () => {
-    if (server.child.exitCode === null) await server.stop('SIGKILL');
+    if (running.server.child.exitCode === null) await running.server.stop('SIGKILL');
   });
+  return running;
+}
+
+describe('slow and oversized clients', () => {
+  const running = serverForDescribe({ HTTP_REQUEST_TIMEOUT_MS: '2000', HTTP_HEADERS_TIMEOUT_MS: '1000' });
 
   test('a Content-Length over 1 MiB: 413 before the body, and the connection is closed', async () => {
     for (const [length, sent] of [
@@ -72,7 +76,7 @@ describe('slow and oversized clients', () => {
       [2 * 1024 * 1024, '{"a":1}'],
     ] as const) {
       // the body never arrives whole: waiting for it would end in a 408 at the request timeout instead
-      const { text } = await exchange(origin, post(length, `big-${length}`, key), sent).done;
+      const { text } = await exchange(running.origin, post(length, `big-${length}`, running.key), sent).done;
       expect(text).toMatch(/^HTTP\/1\.1 413 /);
       expect(text).toMatch(/\r\nconnection: close\r\n/i);
       expect(text).toContain('"code":"payload_too_large"');
@@ -80,34 +84,34 @@ describe('slow and oversized clients', () => {
   });
 
   test('a body that stalls is cut at the request timeout: 408 request_timeout in the envelope, logged with its request id', async () => {
-    const { text, ms } = await exchange(origin, post(100 * 1024, 'stalled-body', key), '{"handle":').done;
+    const { text, ms } = await exchange(running.origin, post(100 * 1024, 'stalled-body', running.key), '{"handle":').done;
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
     expect(text).toMatch(/\r\nX-Request-ID: stalled-body\r\n/i);
     expect(text).toContain('"code":"request_timeout"');
     // HTTP_REQUEST_TIMEOUT_MS=2000: not before it
     expect(ms).toBeGreaterThanOrEqual(1900);
-    await waitForOutput(server, /"request_id":"stalled-body","trace_id":"[0-9a-f]{32}","method":"POST","path":"\/api\/v1\/agents","status":408,"duration_ms":/);
+    await waitForOutput(running.server, /"request_id":"stalled-body","trace_id":"[0-9a-f]{32}","method":"POST","path":"\/api\/v1\/agents","status":408,"duration_ms":/);
   });
 
   test('a client that hangs up in the middle of its body is not a database outage', async () => {
-    const { socket, done } = exchange(origin, expectContinue(post(1000, 'hung-up-body', key)));
+    const { socket, done } = exchange(running.origin, expectContinue(post(1000, 'hung-up-body', running.key)));
     await continued(socket);
     socket.write('{"handle":');
     socket.destroy();
     await done;
     // the filter's lines come after the socket's end, and log lines are written every 100 ms
     await new Promise((resolve) => setTimeout(resolve, 500));
-    const lines = server
+    const lines = running.server
       .stdout()
       .split('\n')
       .filter((line) => line.includes('"hung-up-body"'));
     expect(lines.filter((line) => /database unavailable|unhandled error/.test(line))).toEqual([]);
-    const res = await fetch(`${server.address}/openapi.json`);
+    const res = await fetch(`${running.server.address}/openapi.json`);
     expect(res.status).toBe(200);
   });
 
   test('headers that never end are cut at the headers timeout', async () => {
-    const { text, ms } = await exchange(origin, 'GET /api/v1/ HTTP/1.1\r\nHost: x\r\n').done;
+    const { text, ms } = await exchange(running.origin, 'GET /api/v1/ HTTP/1.1\r\nHost: x\r\n').done;
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
     expect(text).toContain('"code":"request_timeout"');
     // HTTP_HEADERS_TIMEOUT_MS=1000: not before it
@@ -118,30 +122,20 @@ describe('slow and oversized clients', () => {
 describe('connection cap', () => {
   // Long request timeout and body grace: a loaded machine may take seconds between the held requests and the
   // newcomer, and the held ones must still be answering requests (not cut, not behind their body budget) then.
-  let server: RunningServer;
-  let origin: URL;
-  let key: string;
-  beforeAll(async () => {
-    server = await startServer({ PGLITE_DIR: 'memory', HTTP_REQUEST_TIMEOUT_MS: '120000', HTTP_BODY_GRACE_MS: '120000', HTTP_MAX_CONNECTIONS: '4', SHUTDOWN_DRAIN_DELAY_MS: '0' });
-    origin = new URL(server.address);
-    key = await demoKey(server);
-  });
-  afterAll(async () => {
-    if (server.child.exitCode === null) await server.stop('SIGKILL');
-  });
+  const running = serverForDescribe({ HTTP_REQUEST_TIMEOUT_MS: '120000', HTTP_BODY_GRACE_MS: '120000', HTTP_MAX_CONNECTIONS: '4' });
 
   test('open connections are capped: when every one is answering a request the next is closed unanswered, and accepted again once one closes', async () => {
     // Bodies announced and not sent: each connection is busy with its request (idle ones would be closed for the
     // newcomer). `100 Continue` comes once the server is reading the body, so no sleep guesses when that is.
     const held = [0, 1, 2, 3].map((i) => {
-      const request = exchange(origin, expectContinue(post(100, `held-${i}`, key)));
+      const request = exchange(running.origin, expectContinue(post(100, `held-${i}`, running.key)));
       return { ...request, reading: continued(request.socket) };
     });
     try {
       await Promise.all(held.map(({ reading }) => reading));
-      const refused = await exchange(origin, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n').done;
+      const refused = await exchange(running.origin, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n').done;
       expect(refused.text).toBe('');
-      await waitForOutput(server, /"max_connections":4,.*"msg":"connection refused: HTTP_MAX_CONNECTIONS connections are answering requests"/);
+      await waitForOutput(running.server, /"max_connections":4,.*"msg":"connection refused: HTTP_MAX_CONNECTIONS connections are answering requests"/);
       // the newcomer was refused, not let in by closing one of them
       expect(held.map(({ socket }) => socket.destroyed)).toEqual([false, false, false, false]);
     } finally {
@@ -150,7 +144,7 @@ describe('connection cap', () => {
     // the server sees the held connections close a moment later: retry until it has (the test's timeout bounds it)
     let status = 0;
     while (status !== 200) {
-      status = await fetch(`${origin.origin}/healthz`).then((res) => res.status, () => 0);
+      status = await fetch(`${running.origin.origin}/healthz`).then((res) => res.status, () => 0);
       if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 50));
     }
   });
