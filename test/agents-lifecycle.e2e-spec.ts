@@ -235,6 +235,10 @@ describe('DELETE → soft-deleted: triggers deactivated, webhooks torn down, cha
 });
 
 describe('trash purge: agents soft-deleted more than 30 days ago are hard-deleted', () => {
+  // The purge sweeps every organization, and on PostgreSQL other test files share the database, some
+  // loading fixtures with agents trashed long ago. Purging as of a date before any of them (these tests'
+  // own trash is dated relative to it) leaves theirs alone, so the counts here are these tests' own.
+  const PURGE_NOW = new Date('2001-06-01T00:00:00.000Z');
   async function trashed(org: TestOrg, daysAgo: number, now: Date) {
     const agent = await createAgent(org);
     const trigger = await insertTrigger(t, org.orgId, agent.id, { webhookId: 'wh', webhookStatus: 'active' });
@@ -245,8 +249,7 @@ describe('trash purge: agents soft-deleted more than 30 days ago are hard-delete
   }
 
   it('purges the 31-day-old agent with its triggers and chatbots, keeps the 29-day-old one, and cleans sub_agents', async () => {
-    // real time: other test files' trash (deleted just now) is never old enough to be swept up on a shared database
-    const now = new Date();
+    const now = PURGE_NOW;
     const org = await createOrg(t.app);
     const old = await trashed(org, 31, now);
     const young = await trashed(org, 29, now);
@@ -259,7 +262,7 @@ describe('trash purge: agents soft-deleted more than 30 days ago are hard-delete
 
     const result = await t.app.get(AgentsTrashService).purgeExpiredTrash(now);
     expect(result).toMatchObject({ deleted_before: new Date(now.getTime() - 30 * DAY).toISOString(), skipped: false });
-    expect(result.agents).toBeGreaterThanOrEqual(1);
+    expect(result.agents).toBe(1);
 
     expect(await readAgentRow(t, org.orgId, old.agent.id)).toBeUndefined();
     expect(await readTrigger(t, old.trigger.id)).toBeUndefined();
@@ -279,34 +282,34 @@ describe('trash purge: agents soft-deleted more than 30 days ago are hard-delete
 
     // a run as if two days later takes the 29-day-old one (now 31 days old)
     const later = await t.app.get(AgentsTrashService).purgeExpiredTrash(new Date(now.getTime() + 2 * DAY));
-    expect(later.agents).toBeGreaterThanOrEqual(1);
+    expect(later.agents).toBe(1);
     expect(await readAgentRow(t, org.orgId, young.agent.id)).toBeUndefined();
     const parentFinal = await t.http.get(`/api/v1/agents/${parent.id}`).set('Authorization', org.auth);
     expect(parentFinal.body.data.sub_agents).toEqual([keeper.id]);
   });
 
   it('works in batches and is idempotent', async () => {
-    const now = new Date();
+    const now = PURGE_NOW;
     const org = await createOrg(t.app);
     const old = [];
     for (let i = 0; i < 5; i++) old.push(await trashed(org, 40, now));
     const service = t.app.get(AgentsTrashService);
     const first = await service.purgeExpiredTrash(now, 2);
-    expect(first.agents).toBeGreaterThanOrEqual(5);
-    expect(first.batches).toBeGreaterThanOrEqual(3);
+    expect(first.agents).toBe(5);
+    expect(first.batches).toBe(3);
     for (const { agent } of old) expect(await readAgentRow(t, org.orgId, agent.id)).toBeUndefined();
     const second = await service.purgeExpiredTrash(now, 2);
     expect(second).toMatchObject({ agents: 0, triggers: 0, chatbots: 0, batches: 0 });
   });
 
   it('two purges running at once delete everything exactly once and never fail', async () => {
-    const now = new Date();
+    const now = PURGE_NOW;
     const org = await createOrg(t.app);
     const old = [];
     for (let i = 0; i < 4; i++) old.push(await trashed(org, 45, now));
     const service = t.app.get(AgentsTrashService);
     const [a, b] = await Promise.all([service.purgeExpiredTrash(now, 1), service.purgeExpiredTrash(now, 1)]);
-    expect(a.agents + b.agents).toBeGreaterThanOrEqual(4);
+    expect(a.agents + b.agents).toBe(4);
     for (const { agent } of old) expect(await readAgentRow(t, org.orgId, agent.id)).toBeUndefined();
   });
 });
