@@ -89,6 +89,57 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     }
     expect(seen).toEqual(newestMatches.slice(0, 400));
   });
+  it('skips the spans of 16 buckets without the term and pages like the plain filter across them', async () => {
+    const org = await createOrg(t.app);
+    const start = Date.parse('2025-03-01T00:00:00Z') / 1000;
+    // the oldest Q_TRIGRAM_MATCHES + 10 titles say "tapir", one every 2,000 s: 61 of the 2^16-second buckets, in
+    // every position of four 2^20-second spans; the newer ones (more than the probe reads), one every 1,000 s,
+    // do not: five spans without the term above them
+    const matching = Q_TRIGRAM_MATCHES + 10;
+    const total = matching + Q_PROBE_ROWS + 10;
+    const client = new Client({ connectionString: process.env.DATABASE_URL });
+    await client.connect();
+    let expected: string[];
+    try {
+      await client.query(
+        `insert into conversations (id, org_id, title, source, conversation_number, created_at, updated_at)
+          select 'conv_' || lpad(to_hex(s), 8, '0') || lpad(to_hex(i), 16, '0'), $2,
+            case when i < $3 then 'tapir question ' else 'help with order ' end || i, 'dashboard', i + 1, to_timestamp(s), to_timestamp(s)
+          from generate_series(0, $4::int - 1) i, lateral (select $1::bigint + least(i, $3) * 2000 + greatest(i - $3, 0) * 1000 as s) t`,
+        [start, org.orgId, matching, total],
+      );
+      await client.query('analyze conversations');
+      // the plain filter's order, the one every page must follow
+      const plain = await client.query<{ id: string }>(`select id from conversations where org_id = $1 and title ilike '%tapir%' order by id desc`, [org.orgId]);
+      expected = plain.rows.map((row) => row.id);
+    } finally {
+      await client.end();
+    }
+    expect(expected).toHaveLength(matching);
+    const repository = t.app.get(ConversationsRepository);
+    const buckets = jest.spyOn(repository, 'listByBuckets');
+    buckets.mockClear();
+    try {
+      let cursor: string | null = null;
+      const seen: string[] = [];
+      do {
+        const res = await list(org, `?q=tapir&limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(res.status).toBe(200);
+        seen.push(...ids(res));
+        cursor = res.body.meta.next_cursor;
+      } while (cursor);
+      expect(seen).toEqual(expected);
+      // the first page came from the buckets (the later ones from the probe: their cursor sits among the matches)
+      expect(await buckets.mock.results[0].value).toHaveLength(101);
+      // every match through the buckets at once, from the newest and from a cursor inside a span of the term
+      const all = await repository.listByBuckets(org.orgId, { q: 'tapir' }, null, matching + 1);
+      expect(all?.map((row) => row.id)).toEqual(expected);
+      const below = await repository.listByBuckets(org.orgId, { q: 'tapir' }, expected[700], matching);
+      expect(below?.map((row) => row.id)).toEqual(expected.slice(701));
+    } finally {
+      buckets.mockRestore();
+    }
+  });
   it('leaves a common filter that never meets a frequent term to the trigram step once the buckets read their row bound', async () => {
     const org = await createOrg(t.app);
     const start = Date.parse('2025-06-01T00:00:00Z');
