@@ -337,8 +337,8 @@ async function main(): Promise<void> {
       };
       // a term the statistics call frequent skips the trigram step, alone or beside filters common enough
       // for the buckets (measured by the density statement, whose cost is counted here)
-      const frequent = (repository.bucketFilters(filters) || filters.metadata !== undefined) && (await repository.frequentTerm(filters.q!));
-      if (repository.bucketFilters(filters) && frequent) {
+      const route = await repository.termRoute(filters);
+      if (route.bucketsFirst) {
         const density = Object.keys(filters).length === 1 ? null : repository.qDensity(BIG_ORG, filters, null);
         if (density) {
           const measured = await explainOne(density.build(connection.db), density.values, false, false, print ? 'the filters\' density:' : undefined);
@@ -352,7 +352,7 @@ async function main(): Promise<void> {
           if (byBuckets) return byBuckets;
         }
       }
-      const trigram = repository.qTrigram(BIG_ORG, filters, null, 26, !frequent)!;
+      const trigram = repository.qTrigram(BIG_ORG, filters, null, 26, route.checkMetadata)!;
       const second = await explainOne(trigram.build(connection.db), trigram.values, false, true, print ? 'the trigram index (bitmap scans only):' : undefined);
       service = add(service, second);
       generic = add(generic, namedOnly ? skipped : await explainOne(trigram.build(connection.db), trigram.values, true, true).catch(() => timedOut));

@@ -10,7 +10,6 @@ import { conversations, messages } from './conversations.table';
 import type { ConversationFilters } from './conversations.filters';
 import { prepareNamed } from '../database/prepared-statements';
 import { ShapeStatements } from '../database/shape-statements';
-import { executeRows } from '../database/execute-rows';
 
 type ConversationRow = typeof conversations.$inferSelect;
 export type NewConversationRow = typeof conversations.$inferInsert;
@@ -67,11 +66,18 @@ export const Q_PROBE_ROWS = 5_000;
  */
 export const Q_TRIGRAM_MATCHES = 2_000;
 /**
- * The share of titles from which a term skips the trigram step for the id buckets: one bound of the
- * statistics' 101-entry histogram in 100 (a term of 1 % hits it about every other ANALYZE; below that the
- * trigram step's posting lists are short enough).
+ * The share of titles from which a term skips the trigram step for the id buckets (termShare: its rarest
+ * trigram's). The trigram step's bitmap reads every posting-list entry of the term's trigrams before its bound
+ * can stop anything: 1 ms for a term in 0.06 % of 15.5 M titles, 14 ms at 0.6 %, where its matches in a
+ * big organization already pass Q_TRIGRAM_MATCHES and the buckets answer after it. The statistics list trigrams
+ * down to about 0.05 % (migration 0014): one they do not list counts as rare.
  */
-const Q_FREQUENT_SHARE = 0.005;
+export const Q_BUCKET_TERM_SHARE = 0.0003;
+/**
+ * The share of titles from which the trigram step's bitmap may take a metadata value's index instead of
+ * checking the value on the term's matches: then the term's posting lists are the long side of that bitmap.
+ */
+export const Q_FREQUENT_SHARE = 0.005;
 /**
  * Matches of `q` the id buckets may read (the rows their lookups return, passing the other filters or not) before
  * they stop and leave the page to the trigram step. Beside filters that keep 10 % of the rows a page reads ~250
@@ -148,9 +154,12 @@ function sparseOrganization(scope: QBucketScope): boolean {
   return (Q_PROBE_ROWS * 2 ** 16) / seconds < ORG_KEY_BELOW_ROWS_PER_BUCKET;
 }
 
-/** The bucket of an id: its creation second's top 16 bits, as `conversation_title_bucket_keys` spells them. */
-function idBucket(id: string): number {
-  return parseInt(id.slice(5, 9), 16);
+/**
+ * The slice of an id: its creation second's top 20 bits, as `conversation_title_slice_keys` spells them; its bucket
+ * (`conversation_title_bucket_keys`) is the top 16 of them, its span (`conversation_title_span_keys`) the top 12.
+ */
+function idSlice(id: string): number {
+  return parseInt(id.slice(5, 10), 16);
 }
 
 /** Trigrams a bucket's lookup uses: each costs an index descent per bucket, and any subset finds every match (the ILIKE rechecks). */
@@ -257,6 +266,8 @@ export class ConversationsRepository {
   private readonly messagesOf;
   /** the organization's newest and oldest ids and the trigrams of a `q` term, for `qBuckets` */
   readonly bucketScope;
+  /** the share of titles holding a `q` term's rarest trigram, for termShare */
+  private readonly termShareStatement;
   /** list statements by filter shape, each built once (docs/decisions.md, "Prepared list statements") */
   private readonly listStatements;
 
@@ -279,6 +290,18 @@ export class ConversationsRepository {
         .from(messages)
         .where(and(eq(messages.orgId, sql.placeholder('orgId')), eq(messages.conversationId, sql.placeholder('conversationId'))))
         .orderBy(asc(messages.id)),
+    );
+    // the term's trigrams against the trigrams the statistics list, with their shares of the sampled titles
+    // (the freqs array ends with three more numbers, min, max and the null share, which meet no trigram)
+    this.termShareStatement = prepareNamed(txHost, 'conversation_list_q_term_share', (db) =>
+      db
+        .select({ share: sql<number | null>`coalesce(min(coalesce(listed.share, 0)), 0)` })
+        .from(
+          sql`unnest(conversation_title_trigrams(${sql.placeholder('q')})) term(trigram) left join (
+            select m.trigram, m.share from pg_stats_ext_exprs s, unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) m(trigram, share)
+            where s.schemaname = current_schema() and s.statistics_name = 'conversations_title_trigram_stats'
+          ) listed on listed.trigram = term.trigram`,
+        ),
     );
     this.bucketScope = prepareNamed(txHost, 'conversation_list_q_bucket_scope', (db) =>
       db
@@ -371,16 +394,15 @@ export class ConversationsRepository {
     // that never meets the term stops the buckets at their row bound (null), and the trigram step answers.
     // The term's frequency also decides how the trigram step reads a metadata value (qTrigram)
     const alone = Object.keys(filters).length === 1;
-    const buckets = this.bucketFilters(filters);
-    const frequent = (buckets || filters.metadata !== undefined) && (await this.frequentTerm(filters.q!));
-    if (buckets && frequent) {
+    const route = await this.termRoute(filters);
+    if (route.bucketsFirst) {
       const [scope] = await this.bucketScope.execute({ orgId, q: filters.q });
       if (alone || (scope && (await this.commonFilters(orgId, filters, afterId, scope)))) {
         const byBuckets = await this.listByBuckets(orgId, filters, afterId, fetch, scope);
         if (byBuckets) return byBuckets;
       }
     }
-    const trigram = this.qTrigram(orgId, filters, afterId, fetch, !frequent)!;
+    const trigram = this.qTrigram(orgId, filters, afterId, fetch, route.checkMetadata)!;
     const statement = this.listStatement(`q-trigram:${trigram.shape}`, false, trigram.build);
     const read = (await this.withSettings(BITMAP_SCANS_ONLY, statement, trigram.values)) as Array<ConversationSummaryRow & { matched?: number; passes?: boolean }>;
     if (read.length === 0 || Number(read[0].matched) < Q_TRIGRAM_MATCHES) return read.filter((row) => row.passes).map(({ matched: _count, passes: _passes, ...row }) => row);
@@ -500,20 +522,28 @@ export class ConversationsRepository {
   }
 
   /**
-   * Whether the table's statistics (ANALYZE's sample: the most common titles and the histogram's bounds) put
-   * the term in at least Q_FREQUENT_SHARE of the titles. The trigram step reads the whole posting list of each
-   * of the term's trigrams before its bound can stop anything: 550 ms for a term in half of 15 M titles, where
-   * the buckets take 30. Without statistics (never analyzed) the term counts as rare.
+   * How a term after the probe is read: by the id buckets first (a term in at least Q_BUCKET_TERM_SHARE of the
+   * titles, beside filters the buckets take), and whether the trigram step checks a metadata value on the term's
+   * matches (a term under Q_FREQUENT_SHARE) or may read the value's index. The share is read only where one of
+   * them depends on it.
    */
-  async frequentTerm(q: string): Promise<boolean> {
-    const [row] = await executeRows<{ share: number | null }>(
-      this.txHost.tx,
-      sql`select coalesce((select sum(f) from unnest(most_common_vals::text::text[], most_common_freqs) m(v, f) where v ilike ${likeContains(q)}), 0)
-          + (1 - coalesce((select sum(f) from unnest(most_common_freqs) f), 0))
-            * coalesce((select avg((h ilike ${likeContains(q)})::int) from unnest(histogram_bounds::text::text[]) h), 0) as share
-        from pg_stats where schemaname = current_schema() and tablename = 'conversations' and attname = 'title'`,
-    );
-    return Number(row?.share ?? 0) >= Q_FREQUENT_SHARE;
+  async termRoute(filters: ConversationFilters): Promise<{ bucketsFirst: boolean; checkMetadata: boolean }> {
+    const buckets = this.bucketFilters(filters);
+    if (filters.q === undefined || (!buckets && filters.metadata === undefined)) return { bucketsFirst: false, checkMetadata: true };
+    const share = await this.termShare(filters.q);
+    return { bucketsFirst: buckets && share >= Q_BUCKET_TERM_SHARE, checkMetadata: share < Q_FREQUENT_SHARE };
+  }
+
+  /**
+   * At most the share of titles that hold the term: its rarest trigram's share among the titles ANALYZE sampled
+   * (`conversations_title_trigram_stats`, migration 0014), 0 when one of its trigrams is not among the trigrams the
+   * statistics list (rarer than about 0.05 %), when it has none (fewer than three letters or digits in a row), or
+   * without statistics (never analyzed, or a database role that does not own the table: the view shows them to
+   * the owner only).
+   */
+  async termShare(q: string): Promise<number> {
+    const [row] = await this.termShareStatement.execute({ q });
+    return Number(row?.share ?? 0);
   }
 
   /**
@@ -602,19 +632,30 @@ export class ConversationsRepository {
     if (filters.q === undefined || filters.createdBefore || filters.lastMessageBefore) return null;
     if (!scope?.newest || !scope.oldest || !scope.trigrams) return null;
     const trigrams = spreadTrigrams(scope.trigrams.split(' '));
-    const top = idBucket(afterId ?? scope.newest);
-    const bottom = idBucket(scope.oldest);
-    if (top < bottom) return null;
+    const topSlice = idSlice(afterId ?? scope.newest);
+    const bottomSlice = idSlice(scope.oldest);
+    if (topSlice < bottomSlice) return null;
     const terms = listTerms(orgId, filters, afterId);
     const spanTrigram = trigrams[Math.floor(trigrams.length / 2)];
-    const values: Record<string, unknown> = { orgId, fetch, top, bottom, trigrams: trigrams.join(' '), spanTrigram, rowBound };
+    const values: Record<string, unknown> = {
+      orgId,
+      fetch,
+      top: topSlice >> 4,
+      bottom: bottomSlice >> 4,
+      trigrams: trigrams.join(' '),
+      spanTrigram,
+      rowBound,
+    };
     for (const term of terms) Object.assign(values, term.values);
     const orgKey = sparseOrganization(scope);
+    if (!orgKey) Object.assign(values, { topSlice, bottomSlice });
     const shape = [...terms.map((term) => term.shape), orgKey ? 'org-key' : 'no-org-key'].join(',');
     const build = (db: Database) => {
       const c = conversations;
       const bucketOrg = orgKey ? sql` || (lpad(to_hex(b.n), 4, '0') || ${placeholder('orgId')})` : sql``;
       const spanOrg = orgKey ? sql` || (lpad(to_hex(s.n), 3, '0') || ${placeholder('orgId')})` : sql``;
+      // the term's trigrams, each prefixed by a bucket's or a slice's key
+      const trigramKeys = (unit: SQL) => sql`array(select ${unit} || t from unnest(string_to_array(${placeholder('trigrams')}, ' ')) t)`;
       // the buckets to look up, newest first: those of the spans (16 buckets, conversations_title_span_gin) whose
       // one lookup finds a row holding the term's middle trigram; a span without it costs one lookup instead of 16.
       // One trigram: a span that holds the term holds tens of thousands of its entries, each key's list decoded
@@ -623,16 +664,28 @@ export class ConversationsRepository {
           cross join lateral generate_series(least(${placeholder('top')}::int, s.n * 16 + 15), greatest(${placeholder('bottom')}::int, s.n * 16), -1) b(n)
           where exists (select from ${c} where conversation_title_span_keys(${c.orgId}, ${c.id}, ${c.title})
             @> (array[lpad(to_hex(s.n), 3, '0') || ${placeholder('spanTrigram')}::text]${spanOrg}))`;
-      // every candidate of each bucket, newest first, whether it passes or not: the candidates of one bucket from
+      // an organization with many rows per bucket reads a bucket that holds the term slice by slice (16 per bucket,
+      // conversations_title_slice_gin), newest first, once the bucket's own lookup of the middle trigram finds a row:
+      // the bucket where a bunched term starts holds thousands of its matches, a slice a sixteenth of them. An
+      // organization with few rows per bucket reads the bucket whole, its lookup ANDed with the organization's key
+      const units = orgKey
+        ? sql`select ${trigramKeys(sql`lpad(to_hex(b.n), 4, '0')`)}${bucketOrg} as keys from (${buckets}) b`
+        : sql`select ${trigramKeys(sql`lpad(to_hex(x.n), 5, '0')`)} as keys from (${buckets}) b
+            cross join lateral generate_series(least(${placeholder('topSlice')}::int, b.n * 16 + 15), greatest(${placeholder('bottomSlice')}::int, b.n * 16), -1) x(n)
+            where exists (select from ${c} where conversation_title_bucket_keys(${c.orgId}, ${c.id}, ${c.title})
+              @> array[lpad(to_hex(b.n), 4, '0') || ${placeholder('spanTrigram')}::text])`;
+      const lookup = orgKey
+        ? sql`conversation_title_bucket_keys(${c.orgId}, ${c.id}, ${c.title})`
+        : sql`conversation_title_slice_keys(${c.id}, ${c.title})`;
+      // every candidate of each bucket or slice, newest first, whether it passes or not: the candidates of one from
       // its keys alone (OFFSET 0 keeps the filters and the ILIKE out of that scan, so no other index, e.g. the
       // plain trigram index, which reads every match of the organization, joins it); at most rowBound of them
       // in all, numbered as they come (k), the page's rows taken while they come (both limits stop the walk)
       const candidates = sql`select m.id, m.passes, row_number() over () as k from (
-          select m.id, m.passes from (${buckets}) b
+          select m.id, m.passes from (${units}) u
           cross join lateral (
             select ${c.id}, coalesce(${and(eq(c.orgId, placeholder('orgId')), ...terms.map((term) => term.condition()))}, false) as passes from (
-              select * from ${c} where conversation_title_bucket_keys(${c.orgId}, ${c.id}, ${c.title})
-                @> (array(select lpad(to_hex(b.n), 4, '0') || t from unnest(string_to_array(${placeholder('trigrams')}, ' ')) t)${bucketOrg})
+              select * from ${c} where ${lookup} @> u.keys
               offset 0
             ) ${c}
             order by ${c.id} desc

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { ConversationsRepository, Q_BUCKET_ROWS, Q_PROBE_ROWS, Q_TRIGRAM_MATCHES } from '../../src/conversations/conversations.repository';
+import { ConversationsRepository, Q_BUCKET_ROWS, Q_BUCKET_TERM_SHARE, Q_FREQUENT_SHARE, Q_PROBE_ROWS, Q_TRIGRAM_MATCHES } from '../../src/conversations/conversations.repository';
 import { createOrg, type TestOrg } from '../support/factories';
 import { createTestApp, type TestApp } from '../support/test-app';
 
@@ -45,11 +45,19 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     }
     const newestMatches = Array.from({ length: matching }, (_, i) => `conv_${(start / 1000 + i * 70).toString(16).padStart(8, '0')}${i.toString(16).padStart(16, '0')}`).reverse();
 
-    // the statistics put the term in 29 % of the titles: the trigram step, which would read all its matches'
-    // posting lists, is skipped; a term the statistics do not see is not
+    // the trigram statistics put the term in 29 % of this organization's titles (other test files share the
+    // table: a share of all of them): the trigram step, which would read all its matches' posting lists, is
+    // skipped; a term with a trigram the statistics do not list, or with no trigram, counts as rare
     const repository = t.app.get(ConversationsRepository);
-    expect(await repository.frequentTerm('GECKO')).toBe(true);
-    expect(await repository.frequentTerm('unicorn')).toBe(false);
+    expect(await repository.termShare('GECKO')).toBeGreaterThanOrEqual(Q_FREQUENT_SHARE);
+    expect(await repository.termRoute({ q: 'GECKO' })).toEqual({ bucketsFirst: true, checkMetadata: false });
+    expect(await repository.termShare('unicorn')).toBe(0);
+    expect(await repository.termShare('geckoz')).toBe(0);
+    expect(await repository.termShare('ge')).toBe(0);
+    // a term's share is its rarest trigram's: "order" (5,010 rows) above "gecko" (2,010), and "gecko order", which
+    // no title holds, at gecko's (a bound from above: the step it picks still reads the rows)
+    expect(await repository.termShare('order')).toBeGreaterThan(await repository.termShare('gecko'));
+    expect(await repository.termShare('gecko order')).toBe(await repository.termShare('gecko'));
     const buckets = jest.spyOn(repository, 'listByBuckets');
     const first = await list(org, '?q=gecko&limit=5');
     expect(ids(first)).toEqual(newestMatches.slice(0, 5));
@@ -88,6 +96,31 @@ describe('conversations q: a frequent term away from the newest rows', () => {
       cursor = res.body.meta.next_cursor;
     }
     expect(seen).toEqual(newestMatches.slice(0, 400));
+  });
+  it('routes a term by its share: the buckets first from Q_BUCKET_TERM_SHARE, a metadata value by its index from Q_FREQUENT_SHARE', async () => {
+    const repository = t.app.get(ConversationsRepository);
+    const share = jest.spyOn(repository, 'termShare');
+    try {
+      const cases: Array<[number, boolean, boolean]> = [
+        [0, false, true],
+        [Q_BUCKET_TERM_SHARE * 0.99, false, true],
+        [Q_BUCKET_TERM_SHARE, true, true],
+        [Q_FREQUENT_SHARE, true, false],
+      ];
+      for (const [value, bucketsFirst, checkMetadata] of cases) {
+        share.mockResolvedValueOnce(value);
+        expect(await repository.termRoute({ q: 'x', source: 'dashboard' })).toEqual({ bucketsFirst, checkMetadata });
+      }
+      // beside a filter the buckets do not take, the trigram step whatever the share; the share still decides the metadata
+      share.mockResolvedValueOnce(Q_FREQUENT_SHARE);
+      expect(await repository.termRoute({ q: 'x', metadata: { channel: 'email' } })).toEqual({ bucketsFirst: false, checkMetadata: false });
+      // where neither depends on it, the share is not read
+      share.mockClear();
+      expect(await repository.termRoute({ q: 'x', createdAfter: '2025-01-01T00:00:00Z' })).toEqual({ bucketsFirst: false, checkMetadata: true });
+      expect(share).not.toHaveBeenCalled();
+    } finally {
+      share.mockRestore();
+    }
   });
   it('skips the spans of 16 buckets without the term and pages like the plain filter across them', async () => {
     const org = await createOrg(t.app);
@@ -140,6 +173,60 @@ describe('conversations q: a frequent term away from the newest rows', () => {
       buckets.mockRestore();
     }
   });
+  it('reads an organization with many rows per bucket slice by slice, and pages like the plain filter', async () => {
+    const org = await createOrg(t.app);
+    const start = Date.parse('2025-04-01T00:00:00Z') / 1000;
+    // "okapi": 2,000 titles one every 600 s (20 days: two spans, a slice of 4,096 s holds 6 or 7), then 1,000 one every
+    // 2 s (a bunch across a slice's edge); the newer 5,010, one every 10 s (a bucket of this organization holds
+    // thousands of rows: no organization key, the slices), do not say it
+    const spread = 2_000;
+    const matching = spread + 1_000;
+    const total = matching + Q_PROBE_ROWS + 10;
+    const client = new Client({ connectionString: process.env.DATABASE_URL });
+    await client.connect();
+    let expected: string[];
+    try {
+      await client.query(
+        `insert into conversations (id, org_id, title, source, conversation_number, created_at, updated_at)
+          select 'conv_' || lpad(to_hex(s), 8, '0') || lpad(to_hex(i), 16, '0'), $2,
+            case when i < $4 then 'okapi question ' else 'help with order ' end || i, 'dashboard', i + 1, to_timestamp(s), to_timestamp(s)
+          from generate_series(0, $5::int - 1) i,
+            lateral (select $1::bigint + least(i, $3) * 600 + greatest(least(i, $4) - $3, 0) * 2 + greatest(i - $4, 0) * 10 as s) t`,
+        [start, org.orgId, spread, matching, total],
+      );
+      await client.query('analyze conversations');
+      const plain = await client.query<{ id: string }>(`select id from conversations where org_id = $1 and title ilike '%okapi%' order by id desc`, [org.orgId]);
+      expected = plain.rows.map((row) => row.id);
+    } finally {
+      await client.end();
+    }
+    expect(expected).toHaveLength(matching);
+    const repository = t.app.get(ConversationsRepository);
+    const [scope] = await repository.bucketScope.execute({ orgId: org.orgId, q: 'okapi' });
+    expect(repository.qBuckets(org.orgId, { q: 'okapi' }, null, 26, scope)?.shape).toMatch(/,no-org-key$/);
+    const buckets = jest.spyOn(repository, 'listByBuckets');
+    buckets.mockClear();
+    try {
+      let cursor: string | null = null;
+      const seen: string[] = [];
+      do {
+        const res = await list(org, `?q=okapi&limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(res.status).toBe(200);
+        seen.push(...ids(res));
+        cursor = res.body.meta.next_cursor;
+      } while (cursor);
+      expect(seen).toEqual(expected);
+      expect(await buckets.mock.results[0].value).toHaveLength(101);
+      // every match at once, from the newest, from inside the bunch and from inside the spread part
+      expect((await repository.listByBuckets(org.orgId, { q: 'okapi' }, null, matching + 1))?.map((row) => row.id)).toEqual(expected);
+      for (const at of [500, 999, 1_000, 2_500]) {
+        const below = await repository.listByBuckets(org.orgId, { q: 'okapi' }, expected[at], matching);
+        expect(below?.map((row) => row.id)).toEqual(expected.slice(at + 1));
+      }
+    } finally {
+      buckets.mockRestore();
+    }
+  });
   it('leaves a common filter that never meets a frequent term to the trigram step once the buckets read their row bound', async () => {
     const org = await createOrg(t.app);
     const start = Date.parse('2025-06-01T00:00:00Z');
@@ -168,7 +255,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     }
     const id = (i: number) => `conv_${(start / 1000 + i * 10).toString(16).padStart(8, '0')}${i.toString(16).padStart(16, '0')}`;
     const repository = t.app.get(ConversationsRepository);
-    expect(await repository.frequentTerm('dingo')).toBe(true);
+    expect(await repository.termShare('dingo')).toBeGreaterThanOrEqual(Q_FREQUENT_SHARE);
     const common = jest.spyOn(repository, 'commonFilters');
     const buckets = jest.spyOn(repository, 'listByBuckets');
     // the spies of the test before, if any, are these ones
