@@ -621,7 +621,8 @@ export class ConversationsRepository {
    * trigrams by its id's bucket, and each row by its bucket and organization),
    * newest bucket first, from the cursor's. In each bucket a bitmap of the
    * rows holding the term's trigrams (and, for an organization with few rows
-   * per bucket, its bucket key), rechecked by
+   * per bucket, its bucket key; for one with many, in each slice of a bucket
+   * that holds the term, `conversations_title_slice_gin`), rechecked by
    * the filters and the ILIKE, the newest `fetch` kept; the next bucket only
    * while the page is not full. A bucket without the term costs a few index
    * pages, one with it at most its own rows (docs/decisions.md, "`q`: a
