@@ -352,7 +352,7 @@ async function main(): Promise<void> {
           if (byBuckets) return byBuckets;
         }
       }
-      const trigram = repository.qTrigram(BIG_ORG, filters, null, 26, route.checkMetadata)!;
+      const trigram = repository.qTrigram(BIG_ORG, filters, null, 26, route)!;
       const second = await explainOne(trigram.build(connection.db), trigram.values, false, true, print ? 'the trigram index (bitmap scans only):' : undefined);
       service = add(service, second);
       generic = add(generic, namedOnly ? skipped : await explainOne(trigram.build(connection.db), trigram.values, true, true).catch(() => timedOut));

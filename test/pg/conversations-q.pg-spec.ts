@@ -1,5 +1,7 @@
+import { fillPlaceholders } from 'drizzle-orm';
 import { Client } from 'pg';
 import { ConversationsRepository, Q_BUCKET_ROWS, Q_BUCKET_TERM_SHARE, Q_FREQUENT_SHARE, Q_PROBE_ROWS, Q_TRIGRAM_MATCHES } from '../../src/conversations/conversations.repository';
+import { DatabaseConnection } from '../../src/database/connection';
 import { createOrg, type TestOrg } from '../support/factories';
 import { createTestApp, type TestApp } from '../support/test-app';
 
@@ -50,7 +52,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     // skipped; a term with a trigram the statistics do not list, or with no trigram, counts as rare
     const repository = t.app.get(ConversationsRepository);
     expect(await repository.termShare('GECKO')).toBeGreaterThanOrEqual(Q_FREQUENT_SHARE);
-    expect(await repository.termRoute({ q: 'GECKO' })).toEqual({ bucketsFirst: true, checkMetadata: false });
+    expect(await repository.termRoute({ q: 'GECKO' })).toEqual({ bucketsFirst: true, checkMetadata: false, termOnly: false });
     expect(await repository.termShare('unicorn')).toBe(0);
     expect(await repository.termShare('geckoz')).toBe(0);
     expect(await repository.termShare('ge')).toBe(0);
@@ -97,29 +99,62 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     }
     expect(seen).toEqual(newestMatches.slice(0, 400));
   });
-  it('routes a term by its share: the buckets first from Q_BUCKET_TERM_SHARE, a metadata value by its index from Q_FREQUENT_SHARE', async () => {
+  it('routes a term by its share: the buckets first from Q_BUCKET_TERM_SHARE, the trigram index alone below it, a metadata value by its index from Q_FREQUENT_SHARE', async () => {
     const repository = t.app.get(ConversationsRepository);
     const share = jest.spyOn(repository, 'termShare');
     try {
-      const cases: Array<[number, boolean, boolean]> = [
-        [0, false, true],
-        [Q_BUCKET_TERM_SHARE * 0.99, false, true],
-        [Q_BUCKET_TERM_SHARE, true, true],
-        [Q_FREQUENT_SHARE, true, false],
+      const cases: Array<[number, boolean, boolean, boolean]> = [
+        [0, false, true, true],
+        [Q_BUCKET_TERM_SHARE * 0.99, false, true, true],
+        [Q_BUCKET_TERM_SHARE, true, true, false],
+        [Q_FREQUENT_SHARE, true, false, false],
       ];
-      for (const [value, bucketsFirst, checkMetadata] of cases) {
+      for (const [value, bucketsFirst, checkMetadata, termOnly] of cases) {
         share.mockResolvedValueOnce(value);
-        expect(await repository.termRoute({ q: 'x', source: 'dashboard' })).toEqual({ bucketsFirst, checkMetadata });
+        expect(await repository.termRoute({ q: 'x', source: 'dashboard' })).toEqual({ bucketsFirst, checkMetadata, termOnly });
       }
-      // beside a filter the buckets do not take, the trigram step whatever the share; the share still decides the metadata
+      // beside a filter the buckets do not take, the trigram step whatever the share
       share.mockResolvedValueOnce(Q_FREQUENT_SHARE);
-      expect(await repository.termRoute({ q: 'x', metadata: { channel: 'email' } })).toEqual({ bucketsFirst: false, checkMetadata: false });
-      // where neither depends on it, the share is not read
+      expect(await repository.termRoute({ q: 'x', metadata: { channel: 'email' } })).toEqual({ bucketsFirst: false, checkMetadata: false, termOnly: false });
+      // without `q` the share is not read
       share.mockClear();
-      expect(await repository.termRoute({ q: 'x', createdAfter: '2025-01-01T00:00:00Z' })).toEqual({ bucketsFirst: false, checkMetadata: true });
+      expect(await repository.termRoute({ source: 'dashboard' })).toEqual({ bucketsFirst: false, checkMetadata: true, termOnly: false });
       expect(share).not.toHaveBeenCalled();
     } finally {
       share.mockRestore();
+    }
+  });
+  it('reads a rare term from its own index alone, whatever the planner thinks of the other filters', async () => {
+    const org = await createOrg(t.app);
+    const repository = t.app.get(ConversationsRepository);
+    const rare = await repository.termShare('wombatz');
+    expect(rare).toBeLessThan(Q_BUCKET_TERM_SHARE);
+    const route = await repository.termRoute({ q: 'wombatz', agentId: 'agent_5ca1e2000000000000000ccc' });
+    expect(route.termOnly).toBe(true);
+    // the statement: no index condition on the agent, which is checked on the rows the term's index (or the
+    // organization's) returns, whatever its statistics say (at 10 M an agent estimated at 926 rows had 15,355)
+    const client = new Client({ connectionString: process.env.DATABASE_URL });
+    await client.connect();
+    const plan = async (termOnly: boolean) => {
+      const step = repository.qTrigram(org.orgId, { q: 'wombatz', agentId: 'agent_5ca1e2000000000000000ccc' }, null, 26, { checkMetadata: true, termOnly })!;
+      const built = step.build(t.app.get(DatabaseConnection).db).toSQL();
+      await client.query('begin');
+      try {
+        await client.query('set local enable_seqscan = off; set local enable_indexscan = off; set local enable_indexonlyscan = off');
+        const res = await client.query<{ 'QUERY PLAN': string }>(`explain ${built.sql}`, fillPlaceholders(built.params, step.values));
+        return res.rows.map((row) => row['QUERY PLAN']);
+      } finally {
+        await client.query('rollback');
+      }
+    };
+    try {
+      const rare = await plan(true);
+      expect(rare.filter((line) => line.includes('Index Cond') && line.includes('agent_id'))).toEqual([]);
+      expect(rare.some((line) => line.includes('Filter') && line.includes("(agent_id = 'agent_5ca1e2000000000000000ccc'::text) IS TRUE"))).toBe(true);
+      // the same step for a term that is not rare leaves the agent to the planner
+      expect((await plan(false)).some((line) => line.includes('IS TRUE'))).toBe(false);
+    } finally {
+      await client.end();
     }
   });
   it('skips the spans of 16 buckets without the term and pages like the plain filter across them', async () => {
@@ -273,7 +308,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
       // a frequent term beside a rare metadata value: the trigram step's bitmap may read the metadata index
       const trigram = jest.spyOn(repository, 'qTrigram');
       expect(ids(await list(org, '?q=dingo&metadata[channel]=fax&limit=5'))).toEqual([id(6), id(5)]);
-      expect(trigram.mock.calls.map((call) => call[4])).toEqual([false]);
+      expect(trigram.mock.calls.map((call) => call[4]?.checkMetadata)).toEqual([false]);
       trigram.mockRestore();
       // the other agent, whose rows hold the term: its newest matches
       buckets.mockClear();
