@@ -321,7 +321,8 @@ async function main(): Promise<void> {
         const [scope] = await repository.bucketScope.execute({ orgId: BIG_ORG, q: filters.q });
         const buckets = repository.qBuckets(BIG_ORG, filters, null, 26, scope);
         if (!buckets) return null;
-        const third = await explainOne(buckets.build(connection.db), buckets.values, false, 'buckets', print ? 'the id buckets (bitmap scans only, no parallel workers):' : undefined);
+        // a named statement with its generic plan (conversations.repository.ts, BUCKET_SCANS)
+        const third = await explainOne(buckets.build(connection.db), buckets.values, true, 'buckets', print ? 'the id buckets (bitmap scans only, no parallel workers, generic plan):' : undefined);
         // the buckets stop at their row bound without a full page: the service goes on to the next step
         if ((await repository.listByBuckets(BIG_ORG, filters, null, 26, scope)) === null) {
           service = add(service, third);

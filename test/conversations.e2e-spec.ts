@@ -797,7 +797,9 @@ describe('Conversations', () => {
       }
       const valueDependent = /^(q|metadata\d+x\d+|ticketId|createdAfter|createdBefore|lastMessageAfter|lastMessageBefore|split:.*)$/;
       const skewed = ['source', 'agentId', 'model'];
-      for (const shape of repository.preparedShapes()) {
+      // the one exception, the id buckets' walk, runs with its generic plan forced (BUCKET_SCANS): its nested loops
+      // read the same indexes whatever the values, and the bench compares that plan with the custom ones
+      for (const shape of repository.preparedShapes().filter((name) => !name.startsWith('q-buckets:'))) {
         const terms = shape.split(',');
         expect(terms.filter((term) => valueDependent.test(term))).toEqual([]);
         // a skewed equality is prepared only alone (beside the default source condition and the cursor)
