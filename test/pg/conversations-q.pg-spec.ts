@@ -1,6 +1,7 @@
 import { fillPlaceholders } from 'drizzle-orm';
 import { Client } from 'pg';
-import { ConversationsRepository, Q_BUCKET_ROWS, Q_BUCKET_TERM_SHARE, Q_FREQUENT_SHARE, Q_PROBE_ROWS, Q_TRIGRAM_MATCHES } from '../../src/conversations/conversations.repository';
+import { ConversationsRepository, Q_BUCKET_ROWS, Q_BUCKET_TERM_SHARE, Q_DENSITY_ROWS, Q_FREQUENT_SHARE, Q_PROBE_ROWS, Q_TRIGRAM_MATCHES } from '../../src/conversations/conversations.repository';
+import type { ConversationSource } from '../../src/conversations/conversations.dto';
 import { DatabaseConnection } from '../../src/database/connection';
 import { createOrg, type TestOrg } from '../support/factories';
 import { createTestApp, type TestApp } from '../support/test-app';
@@ -123,6 +124,35 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     } finally {
       share.mockRestore();
     }
+  });
+  it('measures how common the filters beside a frequent term are from their newest rows against the organization\'s', async () => {
+    const org = await createOrg(t.app);
+    const start = Date.parse('2025-02-01T00:00:00Z') / 1000;
+    // one row every 70 s: every 8th "autonomous" (12.5 %), every 12th (odd ones) "embed" (8.3 %, exactly
+    // Q_DENSITY_ROWS of them), the rest "dashboard"
+    const total = 12 * Q_DENSITY_ROWS;
+    expect(total).toBeGreaterThan(Q_PROBE_ROWS);
+    const client = new Client({ connectionString: process.env.DATABASE_URL });
+    await client.connect();
+    try {
+      await client.query(
+        `insert into conversations (id, org_id, title, source, conversation_number, created_at, updated_at)
+          select 'conv_' || lpad(to_hex($1::bigint + i * 70), 8, '0') || lpad(to_hex(i), 16, '0'), $2, 'gecko question ' || i,
+            case when i % 8 = 0 then 'autonomous' when i % 12 = 1 then 'embed' else 'dashboard' end, i + 1,
+            to_timestamp($1::bigint + i * 70), to_timestamp($1::bigint + i * 70)
+          from generate_series(0, $3::int - 1) i`,
+        [start, org.orgId, total],
+      );
+    } finally {
+      await client.end();
+    }
+    const repository = t.app.get(ConversationsRepository);
+    const [scope] = await repository.bucketScope.execute({ orgId: org.orgId, q: 'gecko' });
+    const common = (source: ConversationSource) => repository.commonFilters(org.orgId, { q: 'gecko', source }, null, scope);
+    expect(await common('autonomous')).toBe(true);
+    expect(await common('dashboard')).toBe(true);
+    expect(await common('embed')).toBe(false);
+    expect(await common('sub-agent')).toBe(false);
   });
   it('reads a rare term from its own index alone, whatever the planner thinks of the other filters', async () => {
     const org = await createOrg(t.app);
