@@ -22,6 +22,58 @@ describe('conversations q: a frequent term away from the newest rows', () => {
   });
   const list = (org: TestOrg, query: string) => t.http.get(`/api/v1/conversations${query}`).set('Authorization', org.auth);
   const ids = (res: { body: { data: Array<{ id: string }> } }) => res.body.data.map((item) => item.id);
+  /**
+   * Inserts `total` rows for the organization in one statement, on a connection of its own (the app's pool has the
+   * request statement timeout): the first `matching` titles hold `term`, the others do not; the i-th row's id and
+   * times are at the second `seconds` gives (SQL of i; $1 is `start`, $3 `matching`, $6 on the `extra` values).
+   * Analyzes, and returns the ids whose titles hold the term in the plain filter's order, the one every page must follow.
+   */
+  const seed = async (orgId: string, term: string, rows: { start: number; matching: number; total: number; seconds: string; extra?: unknown[] }): Promise<string[]> => {
+    const client = new Client({ connectionString: process.env.DATABASE_URL });
+    await client.connect();
+    try {
+      await client.query(
+        `insert into conversations (id, org_id, title, source, conversation_number, created_at, updated_at)
+          select 'conv_' || lpad(to_hex(s), 8, '0') || lpad(to_hex(i), 16, '0'), $2,
+            case when i < $3 then $5 || ' question ' else 'help with order ' end || i, 'dashboard', i + 1, to_timestamp(s), to_timestamp(s)
+          from generate_series(0, $4::int - 1) i, lateral (select ${rows.seconds} as s) t`,
+        [rows.start, orgId, rows.matching, rows.total, term, ...(rows.extra ?? [])],
+      );
+      await client.query('analyze conversations');
+      const plain = await client.query<{ id: string }>(`select id from conversations where org_id = $1 and title ilike $2 order by id desc`, [orgId, `%${term}%`]);
+      return plain.rows.map((row) => row.id);
+    } finally {
+      await client.end();
+    }
+  };
+  /** Pages of `?q=term&limit=100` through the API, following next_cursor: the ids in order; the first page from the buckets. */
+  const pagesFromBuckets = async (org: TestOrg, term: string): Promise<string[]> => {
+    const buckets = jest.spyOn(t.app.get(ConversationsRepository), 'listByBuckets');
+    buckets.mockClear();
+    try {
+      let cursor: string | null = null;
+      const seen: string[] = [];
+      do {
+        const res = await list(org, `?q=${term}&limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(res.status).toBe(200);
+        seen.push(...ids(res));
+        cursor = res.body.meta.next_cursor;
+      } while (cursor);
+      // the first page came from the buckets (later ones may come from the probe: their cursor sits among the matches)
+      expect(await buckets.mock.results[0].value).toHaveLength(101);
+      return seen;
+    } finally {
+      buckets.mockRestore();
+    }
+  };
+  /** Every match through the buckets at once, from the newest and from the cursors at these positions of `expected`. */
+  const expectBucketsFrom = async (orgId: string, term: string, expected: string[], positions: number[]) => {
+    const repository = t.app.get(ConversationsRepository);
+    expect((await repository.listByBuckets(orgId, { q: term }, null, expected.length + 1))?.map((row) => row.id)).toEqual(expected);
+    for (const at of positions) {
+      expect((await repository.listByBuckets(orgId, { q: term }, expected[at], expected.length))?.map((row) => row.id)).toEqual(expected.slice(at + 1));
+    }
+  };
 
   it('finds the newest matches of a term with more matches than the trigram step reads, none among the newest rows', async () => {
     const org = await createOrg(t.app);
@@ -195,48 +247,16 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     // do not: five spans without the term above them
     const matching = Q_TRIGRAM_MATCHES + 10;
     const total = matching + Q_PROBE_ROWS + 10;
-    const client = new Client({ connectionString: process.env.DATABASE_URL });
-    await client.connect();
-    let expected: string[];
-    try {
-      await client.query(
-        `insert into conversations (id, org_id, title, source, conversation_number, created_at, updated_at)
-          select 'conv_' || lpad(to_hex(s), 8, '0') || lpad(to_hex(i), 16, '0'), $2,
-            case when i < $3 then 'tapir question ' else 'help with order ' end || i, 'dashboard', i + 1, to_timestamp(s), to_timestamp(s)
-          from generate_series(0, $4::int - 1) i, lateral (select $1::bigint + least(i, $3) * 2000 + greatest(i - $3, 0) * 1000 as s) t`,
-        [start, org.orgId, matching, total],
-      );
-      await client.query('analyze conversations');
-      // the plain filter's order, the one every page must follow
-      const plain = await client.query<{ id: string }>(`select id from conversations where org_id = $1 and title ilike '%tapir%' order by id desc`, [org.orgId]);
-      expected = plain.rows.map((row) => row.id);
-    } finally {
-      await client.end();
-    }
+    const expected = await seed(org.orgId, 'tapir', {
+      start,
+      matching,
+      total,
+      seconds: '$1::bigint + least(i, $3) * 2000 + greatest(i - $3, 0) * 1000',
+    });
     expect(expected).toHaveLength(matching);
-    const repository = t.app.get(ConversationsRepository);
-    const buckets = jest.spyOn(repository, 'listByBuckets');
-    buckets.mockClear();
-    try {
-      let cursor: string | null = null;
-      const seen: string[] = [];
-      do {
-        const res = await list(org, `?q=tapir&limit=100${cursor ? `&cursor=${cursor}` : ''}`);
-        expect(res.status).toBe(200);
-        seen.push(...ids(res));
-        cursor = res.body.meta.next_cursor;
-      } while (cursor);
-      expect(seen).toEqual(expected);
-      // the first page came from the buckets (the later ones from the probe: their cursor sits among the matches)
-      expect(await buckets.mock.results[0].value).toHaveLength(101);
-      // every match through the buckets at once, from the newest and from a cursor inside a span of the term
-      const all = await repository.listByBuckets(org.orgId, { q: 'tapir' }, null, matching + 1);
-      expect(all?.map((row) => row.id)).toEqual(expected);
-      const below = await repository.listByBuckets(org.orgId, { q: 'tapir' }, expected[700], matching);
-      expect(below?.map((row) => row.id)).toEqual(expected.slice(701));
-    } finally {
-      buckets.mockRestore();
-    }
+    expect(await pagesFromBuckets(org, 'tapir')).toEqual(expected);
+    // from a cursor inside a span of the term
+    await expectBucketsFrom(org.orgId, 'tapir', expected, [700]);
   });
   it('reads an organization with many rows per bucket slice by slice, and pages like the plain filter', async () => {
     const org = await createOrg(t.app);
@@ -247,50 +267,20 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     const spread = 2_000;
     const matching = spread + 1_000;
     const total = matching + Q_PROBE_ROWS + 10;
-    const client = new Client({ connectionString: process.env.DATABASE_URL });
-    await client.connect();
-    let expected: string[];
-    try {
-      await client.query(
-        `insert into conversations (id, org_id, title, source, conversation_number, created_at, updated_at)
-          select 'conv_' || lpad(to_hex(s), 8, '0') || lpad(to_hex(i), 16, '0'), $2,
-            case when i < $4 then 'okapi question ' else 'help with order ' end || i, 'dashboard', i + 1, to_timestamp(s), to_timestamp(s)
-          from generate_series(0, $5::int - 1) i,
-            lateral (select $1::bigint + least(i, $3) * 600 + greatest(least(i, $4) - $3, 0) * 2 + greatest(i - $4, 0) * 10 as s) t`,
-        [start, org.orgId, spread, matching, total],
-      );
-      await client.query('analyze conversations');
-      const plain = await client.query<{ id: string }>(`select id from conversations where org_id = $1 and title ilike '%okapi%' order by id desc`, [org.orgId]);
-      expected = plain.rows.map((row) => row.id);
-    } finally {
-      await client.end();
-    }
+    const expected = await seed(org.orgId, 'okapi', {
+      start,
+      matching,
+      total,
+      seconds: '$1::bigint + least(i, $6) * 600 + greatest(least(i, $3) - $6, 0) * 2 + greatest(i - $3, 0) * 10',
+      extra: [spread],
+    });
     expect(expected).toHaveLength(matching);
     const repository = t.app.get(ConversationsRepository);
     const [scope] = await repository.bucketScope.execute({ orgId: org.orgId, q: 'okapi' });
     expect(repository.qBuckets(org.orgId, { q: 'okapi' }, null, 26, scope)?.shape).toMatch(/,no-org-key$/);
-    const buckets = jest.spyOn(repository, 'listByBuckets');
-    buckets.mockClear();
-    try {
-      let cursor: string | null = null;
-      const seen: string[] = [];
-      do {
-        const res = await list(org, `?q=okapi&limit=100${cursor ? `&cursor=${cursor}` : ''}`);
-        expect(res.status).toBe(200);
-        seen.push(...ids(res));
-        cursor = res.body.meta.next_cursor;
-      } while (cursor);
-      expect(seen).toEqual(expected);
-      expect(await buckets.mock.results[0].value).toHaveLength(101);
-      // every match at once, from the newest, from inside the bunch and from inside the spread part
-      expect((await repository.listByBuckets(org.orgId, { q: 'okapi' }, null, matching + 1))?.map((row) => row.id)).toEqual(expected);
-      for (const at of [500, 999, 1_000, 2_500]) {
-        const below = await repository.listByBuckets(org.orgId, { q: 'okapi' }, expected[at], matching);
-        expect(below?.map((row) => row.id)).toEqual(expected.slice(at + 1));
-      }
-    } finally {
-      buckets.mockRestore();
-    }
+    expect(await pagesFromBuckets(org, 'okapi')).toEqual(expected);
+    // from inside the bunch, at its edges, and from inside the spread part
+    await expectBucketsFrom(org.orgId, 'okapi', expected, [500, 999, 1_000, 2_500]);
   });
   it('leaves a common filter that never meets a frequent term to the trigram step once the buckets read their row bound', async () => {
     const org = await createOrg(t.app);
