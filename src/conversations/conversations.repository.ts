@@ -7,6 +7,7 @@ import type { DatabaseTransactions } from '../database/transactions';
 import { orgScopedById } from '../database/org-scoped-reads';
 import { upsertOrgRows } from '../database/org-scoped-upsert';
 import { conversations, messages } from './conversations.table';
+import { conversationTitleSpans } from './conversation-title-spans.table';
 import type { ConversationFilters } from './conversations.filters';
 import { prepareNamed } from '../database/prepared-statements';
 import { ShapeStatements } from '../database/shape-statements';
@@ -679,7 +680,8 @@ export class ConversationsRepository {
     };
     for (const term of terms) Object.assign(values, term.values);
     const orgKey = sparseOrganization(scope);
-    if (!orgKey) Object.assign(values, { topSlice, bottomSlice });
+    const spanHex = (slice: number) => (slice >> 8).toString(16).padStart(3, '0');
+    if (!orgKey) Object.assign(values, { topSlice, bottomSlice, topSpan: spanHex(topSlice), bottomSpan: spanHex(bottomSlice), trigramCount: trigrams.length });
     const shape = [...terms.map((term) => term.shape), orgKey ? 'org-key' : 'no-org-key'].join(',');
     const build = (db: Database) => {
       const c = conversations;
@@ -687,14 +689,22 @@ export class ConversationsRepository {
       const spanOrg = orgKey ? sql` || (lpad(to_hex(s.n), 3, '0') || ${placeholder('orgId')})` : sql``;
       // the term's trigrams, each prefixed by a bucket's or a slice's key
       const trigramKeys = (unit: SQL) => sql`array(select ${unit} || t from unnest(string_to_array(${placeholder('trigrams')}, ' ')) t)`;
-      // the buckets to look up, newest first: those of the spans (16 buckets, conversations_title_span_gin) whose
-      // one lookup finds a row holding the term's middle trigram; a span without it costs one lookup instead of 16.
-      // One trigram: a span that holds the term holds tens of thousands of its entries, each key's list decoded
-      // whole (`gecko` at 10 M: 23 ms with four, 7 with one); another word's trigram only costs a walked span
-      const buckets = sql`select b.n from generate_series(${placeholder('top')}::int / 16, ${placeholder('bottom')}::int / 16, -1) s(n)
-          cross join lateral generate_series(least(${placeholder('top')}::int, s.n * 16 + 15), greatest(${placeholder('bottom')}::int, s.n * 16), -1) b(n)
+      // the buckets to look up, newest first: those of the spans (16 buckets) that can hold the term. For an
+      // organization with many rows per bucket, the spans whose titles hold every looked-up trigram of the term
+      // (conversation_title_spans: one index range per trigram, whatever the term's density; the span index's lookup
+      // decoded every entry of a span where the term is dense, 7-8 ms at 10 M). For one with few, the spans whose
+      // lookup of conversations_title_span_gin finds one of the organization's rows holding the term's middle
+      // trigram (its organization key keeps other organizations' rows out; a span without it costs one lookup
+      // instead of 16; one trigram: each key's list is decoded whole)
+      const spans = orgKey
+        ? sql`select s.n from generate_series(${placeholder('top')}::int / 16, ${placeholder('bottom')}::int / 16, -1) s(n)
           where exists (select from ${c} where conversation_title_span_keys(${c.orgId}, ${c.id}, ${c.title})
-            @> (array[lpad(to_hex(s.n), 3, '0') || ${placeholder('spanTrigram')}::text]${spanOrg}))`;
+            @> (array[lpad(to_hex(s.n), 3, '0') || ${placeholder('spanTrigram')}::text]${spanOrg}))`
+        : sql`select ('x' || p.span)::bit(12)::int as n from ${conversationTitleSpans} p
+          where p.trigram = any(string_to_array(${placeholder('trigrams')}, ' ')) and p.span between ${placeholder('bottomSpan')} and ${placeholder('topSpan')}
+          group by p.span having count(distinct p.trigram) = ${placeholder('trigramCount')}::int order by p.span desc`;
+      const buckets = sql`select b.n from (${spans}) s
+          cross join lateral generate_series(least(${placeholder('top')}::int, s.n * 16 + 15), greatest(${placeholder('bottom')}::int, s.n * 16), -1) b(n)`;
       // an organization with many rows per bucket reads a bucket that holds the term slice by slice (16 per bucket,
       // conversations_title_slice_gin), newest first, once the bucket's own lookup of the middle trigram finds a row:
       // the bucket where a bunched term starts holds thousands of its matches, a slice a sixteenth of them. An

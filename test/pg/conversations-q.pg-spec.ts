@@ -282,6 +282,35 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     // from inside the bunch, at its edges, and from inside the spread part
     await expectBucketsFrom(org.orgId, 'okapi', expected, [500, 999, 1_000, 2_500]);
   });
+  it('keeps the spans\' trigrams on every insert and title change, which the slices\' walk reads', async () => {
+    const org = await createOrg(t.app);
+    const start = Date.parse('2025-05-01T00:00:00Z') / 1000;
+    // one row every 10 s (many rows per bucket: the walk reads the spans from conversation_title_spans), none
+    // saying the term; then the 100th is renamed to say it, in a span of its own the term was never in
+    const total = Q_PROBE_ROWS + 1_000;
+    await seed(org.orgId, 'quagga', { start, matching: 0, total, seconds: '$1::bigint + i * 10' });
+    const renamed = `conv_${(start + 100 * 10).toString(16).padStart(8, '0')}${(100).toString(16).padStart(16, '0')}`;
+    const repository = t.app.get(ConversationsRepository);
+    const walk = async () => (await repository.listByBuckets(org.orgId, { q: 'quagga' }, null, 26))?.map((row) => row.id);
+    expect(await walk()).toEqual([]);
+    const client = new Client({ connectionString: process.env.DATABASE_URL });
+    await client.connect();
+    try {
+      const pairs = () =>
+        client.query<{ trigram: string }>(`select distinct trigram from conversation_title_spans where span = $1 and trigram in ('qua', 'uag', 'agg', 'gga') order by 1`, [renamed.slice(5, 8)]);
+      expect((await pairs()).rows).toEqual([]);
+      // the inserts added their titles' pairs once each, not once per row
+      const once = await client.query<{ n: number }>(`select count(*)::int as n from conversation_title_spans where span = $1 and trigram = 'hel'`, [renamed.slice(5, 8)]);
+      expect(once.rows[0].n).toBe(1);
+      await client.query(`update conversations set title = 'quagga question' where id = $1`, [renamed]);
+      expect((await pairs()).rows.map((row) => row.trigram)).toEqual(['agg', 'gga', 'qua', 'uag']);
+    } finally {
+      await client.end();
+    }
+    const [scope] = await repository.bucketScope.execute({ orgId: org.orgId, q: 'quagga' });
+    expect(repository.qBuckets(org.orgId, { q: 'quagga' }, null, 26, scope)?.shape).toMatch(/,no-org-key$/);
+    expect(await walk()).toEqual([renamed]);
+  });
   it('leaves a common filter that never meets a frequent term to the trigram step once the buckets read their row bound', async () => {
     const org = await createOrg(t.app);
     const start = Date.parse('2025-06-01T00:00:00Z');
