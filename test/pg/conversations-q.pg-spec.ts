@@ -4,6 +4,7 @@ import { ConversationsRepository, Q_BUCKET_ROWS, Q_BUCKET_TERM_SHARE, Q_DENSITY_
 import type { ConversationSource } from '../../src/conversations/conversations.dto';
 import { DatabaseConnection } from '../../src/database/connection';
 import { createOrg, type TestOrg } from '../support/factories';
+import { until } from '../support/until';
 import { createTestApp, type TestApp } from '../support/test-app';
 
 /**
@@ -310,6 +311,41 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     const [scope] = await repository.bucketScope.execute({ orgId: org.orgId, q: 'quagga' });
     expect(repository.qBuckets(org.orgId, { q: 'quagga' }, null, 26, scope)?.shape).toMatch(/,no-org-key$/);
     expect(await walk()).toEqual([renamed]);
+  });
+  it('lets two writers add the same new span and trigram without waiting on each other', async () => {
+    const org = await createOrg(t.app);
+    const second = Date.parse('2025-07-01T00:00:00Z') / 1000;
+    const id = (i: number) => `conv_${second.toString(16).padStart(8, '0')}${(0xe0 + i).toString(16).padStart(16, '0')}`;
+    const insert = (client: Client, i: number) =>
+      client.query(
+        `insert into conversations (id, org_id, title, source, conversation_number, created_at, updated_at)
+          values ($1, $2, 'zebu ' || $3::text, 'dashboard', $3::int, to_timestamp($4), to_timestamp($4))`,
+        [id(i), org.orgId, i, second],
+      );
+    const first = new Client({ connectionString: process.env.DATABASE_URL });
+    const other = new Client({ connectionString: process.env.DATABASE_URL });
+    await first.connect();
+    await other.connect();
+    try {
+      // the first writer's pairs are not committed yet when the second adds the same ones
+      await first.query('begin');
+      await insert(first, 1);
+      const [{ pid }] = (await other.query<{ pid: number }>('select pg_backend_pid() as pid')).rows;
+      let done = false;
+      const late = insert(other, 2).then(() => (done = true));
+      const waiting = async () =>
+        (await first.query<{ waiting: boolean }>(`select wait_event_type = 'Lock' as waiting from pg_stat_activity where pid = $1`, [pid])).rows[0]?.waiting === true;
+      // the second insert ends on its own (it would wait for the first's commit behind a unique key)
+      await until(async () => done || (await waiting()));
+      expect(done).toBe(true);
+      await late;
+      await first.query('commit');
+      const pairs = await other.query<{ n: number }>(`select count(*)::int as n from conversation_title_spans where trigram = 'zeb' and span = $1`, [id(1).slice(5, 8)]);
+      expect(pairs.rows[0].n).toBeGreaterThanOrEqual(1);
+    } finally {
+      await first.end();
+      await other.end();
+    }
   });
   it('leaves a common filter that never meets a frequent term to the trigram step once the buckets read their row bound', async () => {
     const org = await createOrg(t.app);
