@@ -3,6 +3,7 @@ import { newId } from '../../libs/ids/ids';
 import { createOrg } from '../support/factories';
 import { insertAgent } from '../support/readside-rows';
 import { createTestApp, type TestApp } from '../support/test-app';
+import { backendPid, waitsOnLock } from '../support/pg-activity';
 import { until } from '../support/until';
 
 /**
@@ -45,13 +46,11 @@ describe('agent usage rollups: recount beside concurrent writers', () => {
     );
     return state;
   };
-  const backendPid = async (client: Client) => (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0].pid;
   /**
    * Until the statement of backend `pid` waits on a lock (or has finished, which the test's next line refuses): the
    * order under test is set, at whatever time a loaded machine gets there.
    */
-  const waitsOnLock = (observer: Client, pid: number, state: { done: boolean }) =>
-    until(async () => state.done || (await observer.query<{ wait: string | null }>('select wait_event_type as wait from pg_stat_activity where pid = $1', [pid])).rows[0]?.wait === 'Lock');
+  const lockedOrDone = (observer: Client, pid: number, state: { done: boolean }) => until(async () => state.done || (await waitsOnLock(observer, pid)));
   const usage = async (client: Client, orgId: string, agentId: string) =>
     (await client.query(`select day::text, conversations, messages::int from agent_daily_usage where org_id = $1 and agent_id = $2 order by day`, [orgId, agentId])).rows;
   const ticketState = async (client: Client, orgId: string, agentId: string) => [
@@ -79,7 +78,7 @@ describe('agent usage rollups: recount beside concurrent writers', () => {
     const recounterPid = await backendPid(recounter);
     const recount = recounter.query(`select conversations_usage_recount($1, $2)`, [org.orgId, agentId]);
     const state = settled(recount);
-    await waitsOnLock(reader, recounterPid, state);
+    await lockedOrDone(reader, recounterPid, state);
     expect(state.done).toBe(false);
     await writer.query('commit');
     await recount;
@@ -104,7 +103,7 @@ describe('agent usage rollups: recount beside concurrent writers', () => {
     const writerPid = await backendPid(writer);
     const write = insert(writer, org.orgId, agentId, '2026-03-05', 'T2');
     const state = settled(write);
-    await waitsOnLock(reader, writerPid, state);
+    await lockedOrDone(reader, writerPid, state);
     expect(state.done).toBe(false);
     await recounter.query('commit');
     await write;

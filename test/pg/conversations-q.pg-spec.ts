@@ -4,6 +4,7 @@ import { ConversationsRepository, Q_BUCKET_ROWS, Q_BUCKET_TERM_SHARE, Q_DENSITY_
 import type { ConversationSource } from '../../src/conversations/conversations.dto';
 import { DatabaseConnection } from '../../src/database/connection';
 import { createOrg, type TestOrg } from '../support/factories';
+import { backendPid, waitsOnLock } from '../support/pg-activity';
 import { until } from '../support/until';
 import { createTestApp, type TestApp } from '../support/test-app';
 
@@ -330,13 +331,11 @@ describe('conversations q: a frequent term away from the newest rows', () => {
       // the first writer's pairs are not committed yet when the second adds the same ones
       await first.query('begin');
       await insert(first, 1);
-      const [{ pid }] = (await other.query<{ pid: number }>('select pg_backend_pid() as pid')).rows;
+      const pid = await backendPid(other);
       let done = false;
       const late = insert(other, 2).then(() => (done = true));
-      const waiting = async () =>
-        (await first.query<{ waiting: boolean }>(`select wait_event_type = 'Lock' as waiting from pg_stat_activity where pid = $1`, [pid])).rows[0]?.waiting === true;
       // the second insert ends on its own (it would wait for the first's commit behind a unique key)
-      await until(async () => done || (await waiting()));
+      await until(async () => done || (await waitsOnLock(first, pid)));
       expect(done).toBe(true);
       await late;
       await first.query('commit');
