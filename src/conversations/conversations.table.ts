@@ -29,6 +29,7 @@ export const conversations = pgTable(
   (t) => [
     index('conversations_org_idx').on(t.orgId, t.id),
     index('conversations_org_source_idx').on(t.orgId, t.source, t.id),
+    // the planner lists the 300 most common agents, not 100 (migration 0017; drizzle-kit cannot express a statistics target)
     index('conversations_org_agent_idx').on(t.orgId, t.agentId, t.id),
     // sub-agent runs only: every top-level conversation has no parent
     index('conversations_org_parent_set_idx').on(t.orgId, t.parentConversationId, t.id).where(sql`${t.parentConversationId} IS NOT NULL`),
