@@ -143,8 +143,10 @@ const ORG_METADATA = sql.raw(`jsonb_set('{}'::jsonb, ARRAY["conversations"."org_
 
 const placeholder = (name: string) => sql.placeholder(name);
 
-/** How `q` is read after the probe (ConversationsRepository.termRoute). */
+/** How `q` is read (ConversationsRepository.termRoute). */
 export interface TermRoute {
+  /** the newest rows first (the probe): not for a term the statistics call rare */
+  probe: boolean;
   /** the id buckets before the trigram step */
   bucketsFirst: boolean;
   /** the trigram step checks a metadata value on the term's matches instead of reading its index */
@@ -315,10 +317,14 @@ export class ConversationsRepository {
         .orderBy(asc(messages.id)),
     );
     // the term's trigrams against the trigrams the statistics list, with their shares of the sampled titles
-    // (the freqs array ends with three more numbers, min, max and the null share, which meet no trigram)
+    // (the freqs array ends with three more numbers, min, max and the null share, which meet no trigram);
+    // null without trigrams (no row to take the min of) or without the statistics
     this.termShareStatement = prepareNamed(txHost, 'conversation_list_q_term_share', (db) =>
       db
-        .select({ share: sql<number | null>`coalesce(min(coalesce(listed.share, 0)), 0)` })
+        .select({
+          share: sql<number | null>`case when exists (select from pg_stats_ext_exprs s where s.schemaname = current_schema() and s.statistics_name = 'conversations_title_trigram_stats')
+            then min(coalesce(listed.share, 0)) end`,
+        })
         .from(
           sql`unnest(conversation_title_trigrams(${sql.placeholder('q')})) term(trigram) left join (
             select m.trigram, m.share from pg_stats_ext_exprs s, unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) m(trigram, share)
@@ -394,30 +400,31 @@ export class ConversationsRepository {
    * their values (docs/decisions.md, "Prepared list statements").
    */
   async list(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[]> {
-    const probe = this.probe(orgId, filters, afterId, fetch);
+    const route = await this.termRoute(filters);
+    const probe = route?.probe === false ? null : this.probe(orgId, filters, afterId, fetch);
     if (probe) {
       const statement = this.listStatement(`probe:${probe.shape}`, false, probe.build);
       const recent = probe.split ? await this.withSettings(NO_JIT, statement, probe.values) : await statement.execute(probe.values);
       if (recent.length >= fetch) return recent;
-      // without `q`, a metadata value absent from the newest rows is rare: its own index answers it (the walk below)
-      if (filters.q !== undefined) {
-        const byTerm = await this.listByTerm(orgId, filters, afterId, fetch);
-        if (byTerm) return byTerm;
-      }
+    }
+    // `q` past the probe, or a rare term without it; without `q`, a metadata value absent from the newest rows is
+    // rare: its own index answers it (the walk below)
+    if (route) {
+      const byTerm = await this.listByTerm(orgId, filters, afterId, fetch, route);
+      if (byTerm) return byTerm;
     }
     const plan = this.listQuery(orgId, filters, afterId, fetch);
     return this.listStatement(plan.shape, plan.planStable, plan.build).execute(plan.values);
   }
 
-  /** `q` after the probe: the id buckets or the trigram step; null when neither answered exactly (then the walk). */
-  private async listByTerm(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[] | null> {
+  /** `q` after the probe, or without it: the id buckets or the trigram step; null when neither answered exactly (then the walk). */
+  private async listByTerm(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number, route: TermRoute): Promise<ConversationSummaryRow[] | null> {
     // a frequent term skips the trigram step, whose bitmap would read millions of posting-list entries,
     // alone or beside filters common enough for the buckets (commonFilters); beside a rare or absent value
     // that bitmap joins the value's index and answers at once (an absent agent: 0.06 ms). A common value
     // that never meets the term stops the buckets at their row bound (null), and the trigram step answers.
     // The term's frequency also decides how the trigram step reads a metadata value (qTrigram)
     const alone = Object.keys(filters).length === 1;
-    const route = await this.termRoute(filters);
     if (route.bucketsFirst) {
       const [scope] = await this.bucketScope.execute({ orgId, q: filters.q });
       if (alone || (scope && (await this.commonFilters(orgId, filters, afterId, scope)))) {
@@ -549,16 +556,21 @@ export class ConversationsRepository {
   }
 
   /**
-   * How a term after the probe is read, from its share of the titles (termShare): by the id buckets first (at least
+   * How `q` is read, from the term's share of the titles (termShare): without the probe when the statistics call it
+   * rare (under Q_BUCKET_TERM_SHARE the newest Q_PROBE_ROWS rows hold 1.5 of its matches on average, and reading
+   * them cost 5-8 ms at 10 M, where the trigram step answers in 1-4); by the id buckets first (at least
    * Q_BUCKET_TERM_SHARE, beside filters the buckets take); by the trigram index alone, every other filter checked
-   * on its matches (under Q_BUCKET_TERM_SHARE: few matches, where the planner, misjudging a rare value, read an
-   * agent's 15,355 rows for a term in 100 titles, 73 ms at 10 M); a metadata value checked on the term's matches
-   * (under Q_FREQUENT_SHARE) or read from its index.
+   * on its matches (under Q_BUCKET_TERM_SHARE or unknown: few matches, where the planner, misjudging a rare value,
+   * read an agent's 15,355 rows for a term in 100 titles, 73 ms at 10 M); a metadata value checked on the term's
+   * matches (under Q_FREQUENT_SHARE) or read from its index. Null without `q`, or with a `*_before` bound (the split
+   * query answers it whole).
    */
-  async termRoute(filters: ConversationFilters): Promise<TermRoute> {
-    if (filters.q === undefined) return { bucketsFirst: false, checkMetadata: true, termOnly: false };
-    const share = await this.termShare(filters.q);
+  async termRoute(filters: ConversationFilters): Promise<TermRoute | null> {
+    if (filters.q === undefined || filters.createdBefore || filters.lastMessageBefore) return null;
+    const known = await this.termShare(filters.q);
+    const share = known ?? 0;
     return {
+      probe: known === null || known >= Q_BUCKET_TERM_SHARE,
       bucketsFirst: this.bucketFilters(filters) && share >= Q_BUCKET_TERM_SHARE,
       checkMetadata: share < Q_FREQUENT_SHARE,
       termOnly: share < Q_BUCKET_TERM_SHARE,
@@ -568,13 +580,13 @@ export class ConversationsRepository {
   /**
    * At most the share of titles that hold the term: its rarest trigram's share among the titles ANALYZE sampled
    * (`conversations_title_trigram_stats`, migration 0014), 0 when one of its trigrams is not among the trigrams the
-   * statistics list (rarer than about 0.05 %), when it has none (fewer than three letters or digits in a row), or
-   * without statistics (never analyzed, or a database role that does not own the table: the view shows them to
-   * the owner only).
+   * statistics list (rarer than about 0.05 %). Null when unknown: the term has no trigram (fewer than three letters
+   * or digits in a row), or there are no statistics (never analyzed, or a database role that does not own the
+   * table: the view shows them to the owner only).
    */
-  async termShare(q: string): Promise<number> {
+  async termShare(q: string): Promise<number | null> {
     const [row] = await this.termShareStatement.execute({ q });
-    return Number(row?.share ?? 0);
+    return row?.share === null || row?.share === undefined ? null : Number(row.share);
   }
 
   /**

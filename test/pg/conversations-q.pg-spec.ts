@@ -107,13 +107,14 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     // skipped; a term with a trigram the statistics do not list, or with no trigram, counts as rare
     const repository = t.app.get(ConversationsRepository);
     expect(await repository.termShare('GECKO')).toBeGreaterThanOrEqual(Q_FREQUENT_SHARE);
-    expect(await repository.termRoute({ q: 'GECKO' })).toEqual({ bucketsFirst: true, checkMetadata: false, termOnly: false });
+    expect(await repository.termRoute({ q: 'GECKO' })).toEqual({ probe: true, bucketsFirst: true, checkMetadata: false, termOnly: false });
     expect(await repository.termShare('unicorn')).toBe(0);
     expect(await repository.termShare('geckoz')).toBe(0);
-    expect(await repository.termShare('ge')).toBe(0);
+    // no trigram: the statistics cannot tell
+    expect(await repository.termShare('ge')).toBeNull();
     // a term's share is its rarest trigram's: "order" (5,010 rows) above "gecko" (2,010), and "gecko order", which
     // no title holds, at gecko's (a bound from above: the step it picks still reads the rows)
-    expect(await repository.termShare('order')).toBeGreaterThan(await repository.termShare('gecko'));
+    expect(await repository.termShare('order')).toBeGreaterThan((await repository.termShare('gecko'))!);
     expect(await repository.termShare('gecko order')).toBe(await repository.termShare('gecko'));
     const buckets = jest.spyOn(repository, 'listByBuckets');
     const first = await list(org, '?q=gecko&limit=5');
@@ -154,26 +155,30 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     }
     expect(seen).toEqual(newestMatches.slice(0, 400));
   });
-  it('routes a term by its share: the buckets first from Q_BUCKET_TERM_SHARE, the trigram index alone below it, a metadata value by its index from Q_FREQUENT_SHARE', async () => {
+  it('routes a term by its share: no probe and the trigram index alone below Q_BUCKET_TERM_SHARE, the buckets first from it, a metadata value by its index from Q_FREQUENT_SHARE', async () => {
     const repository = t.app.get(ConversationsRepository);
     const share = jest.spyOn(repository, 'termShare');
     try {
-      const cases: Array<[number, boolean, boolean, boolean]> = [
-        [0, false, true, true],
-        [Q_BUCKET_TERM_SHARE * 0.99, false, true, true],
-        [Q_BUCKET_TERM_SHARE, true, true, false],
-        [Q_FREQUENT_SHARE, true, false, false],
+      const cases: Array<[number | null, boolean, boolean, boolean, boolean]> = [
+        [0, false, false, true, true],
+        [Q_BUCKET_TERM_SHARE * 0.99, false, false, true, true],
+        [Q_BUCKET_TERM_SHARE, true, true, true, false],
+        [Q_FREQUENT_SHARE, true, true, false, false],
+        // unknown (no trigram, no statistics): the probe first, then the trigram step as for a rare term
+        [null, true, false, true, true],
       ];
-      for (const [value, bucketsFirst, checkMetadata, termOnly] of cases) {
+      for (const [value, probe, bucketsFirst, checkMetadata, termOnly] of cases) {
         share.mockResolvedValueOnce(value);
-        expect(await repository.termRoute({ q: 'x', source: 'dashboard' })).toEqual({ bucketsFirst, checkMetadata, termOnly });
+        expect(await repository.termRoute({ q: 'x', source: 'dashboard' })).toEqual({ probe, bucketsFirst, checkMetadata, termOnly });
       }
       // beside a filter the buckets do not take, the trigram step whatever the share
       share.mockResolvedValueOnce(Q_FREQUENT_SHARE);
-      expect(await repository.termRoute({ q: 'x', metadata: { channel: 'email' } })).toEqual({ bucketsFirst: false, checkMetadata: false, termOnly: false });
-      // without `q` the share is not read
+      expect(await repository.termRoute({ q: 'x', metadata: { channel: 'email' } })).toEqual({ probe: true, bucketsFirst: false, checkMetadata: false, termOnly: false });
+      // without `q`, or beside a `*_before` bound (the split query answers it), no route and the share is not read
       share.mockClear();
-      expect(await repository.termRoute({ source: 'dashboard' })).toEqual({ bucketsFirst: false, checkMetadata: true, termOnly: false });
+      expect(await repository.termRoute({ source: 'dashboard' })).toBeNull();
+      expect(await repository.termRoute({ q: 'x', createdBefore: '2026-01-01T00:00:00Z' })).toBeNull();
+      expect(await repository.termRoute({ q: 'x', lastMessageBefore: '2026-01-01T00:00:00Z' })).toBeNull();
       expect(share).not.toHaveBeenCalled();
     } finally {
       share.mockRestore();
@@ -214,7 +219,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     const rare = await repository.termShare('wombatz');
     expect(rare).toBeLessThan(Q_BUCKET_TERM_SHARE);
     const route = await repository.termRoute({ q: 'wombatz', agentId: 'agent_5ca1e2000000000000000ccc' });
-    expect(route.termOnly).toBe(true);
+    expect(route).toMatchObject({ probe: false, termOnly: true });
     // the statement: no index condition on the agent, which is checked on the rows the term's index (or the
     // organization's) returns, whatever its statistics say (at 10 M an agent estimated at 926 rows had 15,355)
     const client = new Client({ connectionString: process.env.DATABASE_URL });
@@ -239,6 +244,50 @@ describe('conversations q: a frequent term away from the newest rows', () => {
       expect((await plan(false)).some((line) => line.includes('IS TRUE'))).toBe(false);
     } finally {
       await client.end();
+    }
+  });
+  it('reads a term the statistics call rare without the probe, page after page like the plain filter', async () => {
+    const org = await createOrg(t.app);
+    const start = Date.parse('2025-08-01T00:00:00Z') / 1000;
+    // 60 of 6,000 titles hold the term, one every 100 rows: the newest Q_PROBE_ROWS rows hold 50 of them
+    const total = 6_000;
+    expect(total).toBeGreaterThan(Q_PROBE_ROWS);
+    await seed(org.orgId, 'xenops', { start, matching: total, total, seconds: '$1::bigint + i * 10' });
+    const client = new Client({ connectionString: process.env.DATABASE_URL });
+    await client.connect();
+    let expected: string[];
+    try {
+      await client.query(`update conversations set title = 'help with order ' || conversation_number where org_id = $1 and conversation_number % 100 <> 0`, [org.orgId]);
+      expected = (await client.query<{ id: string }>(`select id from conversations where org_id = $1 and title ilike '%xenops%' order by id desc`, [org.orgId])).rows.map((row) => row.id);
+    } finally {
+      await client.end();
+    }
+    expect(expected).toHaveLength(60);
+    const repository = t.app.get(ConversationsRepository);
+    const share = jest.spyOn(repository, 'termShare');
+    const probe = jest.spyOn(repository, 'probe');
+    const pages = async () => {
+      let cursor: string | null = null;
+      const seen: string[] = [];
+      do {
+        const res = await list(org, `?q=xenops&limit=25${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(res.status).toBe(200);
+        seen.push(...ids(res));
+        cursor = res.body.meta.next_cursor;
+      } while (cursor);
+      return seen;
+    };
+    try {
+      // the statistics' verdict, whatever this run's table holds: rare, then unknown
+      share.mockResolvedValue(0);
+      expect(await pages()).toEqual(expected);
+      expect(probe).not.toHaveBeenCalled();
+      share.mockResolvedValue(null);
+      expect(await pages()).toEqual(expected);
+      expect(probe).toHaveBeenCalled();
+    } finally {
+      share.mockRestore();
+      probe.mockRestore();
     }
   });
   it('skips the spans of 16 buckets without the term and pages like the plain filter across them', async () => {
