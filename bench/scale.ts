@@ -303,15 +303,15 @@ async function main(): Promise<void> {
     };
     const request = new ConversationListQueryPipe().transform(Object.fromEntries(new URLSearchParams(query)));
     const filters = request.filters as ConversationFilters;
-    // a term the statistics call rare skips the probe (the term's share statement, 0.3-0.45 ms, is not counted here)
-    const route = await repository.termRoute(filters);
+    // the term's share may skip the probe (its statement, 0.3-0.45 ms, is not counted here)
+    const route = await repository.termRoute(filters, 26);
     const probe = route?.probe === false ? null : repository.probe(BIG_ORG, filters, null, 26);
     const plan = repository.listQuery(BIG_ORG, filters, null, 26);
     let service: ServerSide = { ms: 0, planMs: 0, buffers: 0, rows: 0 };
     let generic: ServerSide = { ms: 0, planMs: 0, buffers: 0, rows: 0 };
     let steps = 'walk';
     if (probe || route) {
-      steps = 'rare term';
+      steps = 'no probe';
       if (probe) {
         // below a *_before bound the probe runs without JIT (conversations.repository.ts)
         const probeMode = probe.split ? 'nojit' : false;

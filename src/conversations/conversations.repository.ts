@@ -145,7 +145,7 @@ const placeholder = (name: string) => sql.placeholder(name);
 
 /** How `q` is read (ConversationsRepository.termRoute). */
 export interface TermRoute {
-  /** the newest rows first (the probe): not for a term the statistics call rare */
+  /** the newest rows first (the probe): not for a term the statistics call rare, nor for one they say cannot fill the page from them when the buckets take it */
   probe: boolean;
   /** the id buckets before the trigram step */
   bucketsFirst: boolean;
@@ -400,7 +400,7 @@ export class ConversationsRepository {
    * their values (docs/decisions.md, "Prepared list statements").
    */
   async list(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[]> {
-    const route = await this.termRoute(filters);
+    const route = await this.termRoute(filters, fetch);
     const probe = route?.probe === false ? null : this.probe(orgId, filters, afterId, fetch);
     if (probe) {
       const statement = this.listStatement(`probe:${probe.shape}`, false, probe.build);
@@ -558,20 +558,23 @@ export class ConversationsRepository {
   /**
    * How `q` is read, from the term's share of the titles (termShare): without the probe when the statistics call it
    * rare (under Q_BUCKET_TERM_SHARE the newest Q_PROBE_ROWS rows hold 1.5 of its matches on average, and reading
-   * them cost 5-8 ms at 10 M, where the trigram step answers in 1-4); by the id buckets first (at least
+   * them cost 3-10 ms at 10 M, where the trigram step answers in 0.05-3.3), nor when the buckets take it and its
+   * share of Q_PROBE_ROWS is under the page (`fetch`): spread evenly, the probe would read all its rows and fail
+   * (a term bunched among the newest rows fills the page from the buckets' first bucket); by the id buckets first (at least
    * Q_BUCKET_TERM_SHARE, beside filters the buckets take); by the trigram index alone, every other filter checked
    * on its matches (under Q_BUCKET_TERM_SHARE or unknown: few matches, where the planner, misjudging a rare value,
    * read an agent's 15,355 rows for a term in 100 titles, 73 ms at 10 M); a metadata value checked on the term's
    * matches (under Q_FREQUENT_SHARE) or read from its index. Null without `q`, or with a `*_before` bound (the split
    * query answers it whole).
    */
-  async termRoute(filters: ConversationFilters): Promise<TermRoute | null> {
+  async termRoute(filters: ConversationFilters, fetch: number): Promise<TermRoute | null> {
     if (filters.q === undefined || filters.createdBefore || filters.lastMessageBefore) return null;
     const known = await this.termShare(filters.q);
     const share = known ?? 0;
+    const bucketsFirst = this.bucketFilters(filters) && share >= Q_BUCKET_TERM_SHARE;
     return {
-      probe: known === null || known >= Q_BUCKET_TERM_SHARE,
-      bucketsFirst: this.bucketFilters(filters) && share >= Q_BUCKET_TERM_SHARE,
+      probe: known === null || (known >= Q_BUCKET_TERM_SHARE && !(bucketsFirst && known * Q_PROBE_ROWS < fetch)),
+      bucketsFirst,
       checkMetadata: share < Q_FREQUENT_SHARE,
       termOnly: share < Q_BUCKET_TERM_SHARE,
     };

@@ -107,7 +107,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     // skipped; a term with a trigram the statistics do not list, or with no trigram, counts as rare
     const repository = t.app.get(ConversationsRepository);
     expect(await repository.termShare('GECKO')).toBeGreaterThanOrEqual(Q_FREQUENT_SHARE);
-    expect(await repository.termRoute({ q: 'GECKO' })).toEqual({ probe: true, bucketsFirst: true, checkMetadata: false, termOnly: false });
+    expect(await repository.termRoute({ q: 'GECKO' }, 26)).toEqual({ probe: true, bucketsFirst: true, checkMetadata: false, termOnly: false });
     expect(await repository.termShare('unicorn')).toBe(0);
     expect(await repository.termShare('geckoz')).toBe(0);
     // no trigram: the statistics cannot tell
@@ -155,30 +155,38 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     }
     expect(seen).toEqual(newestMatches.slice(0, 400));
   });
-  it('routes a term by its share: no probe and the trigram index alone below Q_BUCKET_TERM_SHARE, the buckets first from it, a metadata value by its index from Q_FREQUENT_SHARE', async () => {
+  it('routes a term by its share: no probe and the trigram index alone below Q_BUCKET_TERM_SHARE, the buckets first from it, the probe from a page in its share of the probed rows, a metadata value by its index from Q_FREQUENT_SHARE', async () => {
     const repository = t.app.get(ConversationsRepository);
     const share = jest.spyOn(repository, 'termShare');
     try {
+      // a page of 25 (and the row that tells whether there is a next page): 26 matches in the probed rows
+      const fills = 26 / Q_PROBE_ROWS;
+      expect(fills).toBeGreaterThan(Q_FREQUENT_SHARE);
       const cases: Array<[number | null, boolean, boolean, boolean, boolean]> = [
         [0, false, false, true, true],
         [Q_BUCKET_TERM_SHARE * 0.99, false, false, true, true],
-        [Q_BUCKET_TERM_SHARE, true, true, true, false],
-        [Q_FREQUENT_SHARE, true, true, false, false],
+        // spread evenly, 1.5 matches in the probed rows: the buckets without the probe
+        [Q_BUCKET_TERM_SHARE, false, true, true, false],
+        [Q_FREQUENT_SHARE, false, true, false, false],
+        [fills, true, true, false, false],
         // unknown (no trigram, no statistics): the probe first, then the trigram step as for a rare term
         [null, true, false, true, true],
       ];
       for (const [value, probe, bucketsFirst, checkMetadata, termOnly] of cases) {
         share.mockResolvedValueOnce(value);
-        expect(await repository.termRoute({ q: 'x', source: 'dashboard' })).toEqual({ probe, bucketsFirst, checkMetadata, termOnly });
+        expect(await repository.termRoute({ q: 'x', source: 'dashboard' }, 26)).toEqual({ probe, bucketsFirst, checkMetadata, termOnly });
       }
-      // beside a filter the buckets do not take, the trigram step whatever the share
+      // a larger page needs more matches from the probe
+      share.mockResolvedValueOnce(fills);
+      expect(await repository.termRoute({ q: 'x', source: 'dashboard' }, 101)).toMatchObject({ probe: false, bucketsFirst: true });
+      // beside a filter the buckets do not take, the trigram step whatever the share, after the probe
       share.mockResolvedValueOnce(Q_FREQUENT_SHARE);
-      expect(await repository.termRoute({ q: 'x', metadata: { channel: 'email' } })).toEqual({ probe: true, bucketsFirst: false, checkMetadata: false, termOnly: false });
+      expect(await repository.termRoute({ q: 'x', metadata: { channel: 'email' } }, 26)).toEqual({ probe: true, bucketsFirst: false, checkMetadata: false, termOnly: false });
       // without `q`, or beside a `*_before` bound (the split query answers it), no route and the share is not read
       share.mockClear();
-      expect(await repository.termRoute({ source: 'dashboard' })).toBeNull();
-      expect(await repository.termRoute({ q: 'x', createdBefore: '2026-01-01T00:00:00Z' })).toBeNull();
-      expect(await repository.termRoute({ q: 'x', lastMessageBefore: '2026-01-01T00:00:00Z' })).toBeNull();
+      expect(await repository.termRoute({ source: 'dashboard' }, 26)).toBeNull();
+      expect(await repository.termRoute({ q: 'x', createdBefore: '2026-01-01T00:00:00Z' }, 26)).toBeNull();
+      expect(await repository.termRoute({ q: 'x', lastMessageBefore: '2026-01-01T00:00:00Z' }, 26)).toBeNull();
       expect(share).not.toHaveBeenCalled();
     } finally {
       share.mockRestore();
@@ -218,7 +226,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     const repository = t.app.get(ConversationsRepository);
     const rare = await repository.termShare('wombatz');
     expect(rare).toBeLessThan(Q_BUCKET_TERM_SHARE);
-    const route = await repository.termRoute({ q: 'wombatz', agentId: 'agent_5ca1e2000000000000000ccc' });
+    const route = await repository.termRoute({ q: 'wombatz', agentId: 'agent_5ca1e2000000000000000ccc' }, 26);
     expect(route).toMatchObject({ probe: false, termOnly: true });
     // the statement: no index condition on the agent, which is checked on the rows the term's index (or the
     // organization's) returns, whatever its statistics say (at 10 M an agent estimated at 926 rows had 15,355)
@@ -288,6 +296,48 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     } finally {
       share.mockRestore();
       probe.mockRestore();
+    }
+  });
+  it('reads a term whose share cannot fill the page from the probed rows from the buckets, even bunched among the newest rows', async () => {
+    const org = await createOrg(t.app);
+    const start = Date.parse('2025-09-01T00:00:00Z') / 1000;
+    // the newest 200 of 6,000 titles hold the term: the probe would have found the first page among them
+    const total = 6_000;
+    await seed(org.orgId, 'xerus', { start, matching: 0, total, seconds: '$1::bigint + i * 10' });
+    const client = new Client({ connectionString: process.env.DATABASE_URL });
+    await client.connect();
+    let expected: string[];
+    try {
+      await client.query(`update conversations set title = 'xerus question ' || conversation_number where org_id = $1 and conversation_number > $2`, [org.orgId, total - 200]);
+      expected = (await client.query<{ id: string }>(`select id from conversations where org_id = $1 and title ilike '%xerus%' order by id desc`, [org.orgId])).rows.map((row) => row.id);
+    } finally {
+      await client.end();
+    }
+    expect(expected).toHaveLength(200);
+    const repository = t.app.get(ConversationsRepository);
+    // the statistics' verdict: frequent enough for the buckets, 1.5 matches in the probed rows if spread evenly
+    const share = jest.spyOn(repository, 'termShare').mockResolvedValue(Q_BUCKET_TERM_SHARE);
+    const probe = jest.spyOn(repository, 'probe');
+    const buckets = jest.spyOn(repository, 'listByBuckets');
+    // an earlier test's spy on the same method may still hold its calls
+    probe.mockClear();
+    buckets.mockClear();
+    try {
+      let cursor: string | null = null;
+      const seen: string[] = [];
+      do {
+        const res = await list(org, `?q=xerus&limit=25${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(res.status).toBe(200);
+        seen.push(...ids(res));
+        cursor = res.body.meta.next_cursor;
+      } while (cursor);
+      expect(seen).toEqual(expected);
+      expect(probe).not.toHaveBeenCalled();
+      expect(await buckets.mock.results[0].value).toHaveLength(26);
+    } finally {
+      share.mockRestore();
+      probe.mockRestore();
+      buckets.mockRestore();
     }
   });
   it('skips the spans of 16 buckets without the term and pages like the plain filter across them', async () => {
