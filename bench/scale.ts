@@ -305,7 +305,7 @@ async function main(): Promise<void> {
     const filters = request.filters as ConversationFilters;
     // the term's share may skip the probe (its statement, 0.3-0.45 ms, is not counted here)
     const route = await repository.termRoute(filters, 26);
-    const probe = route?.probe === false ? null : repository.probe(BIG_ORG, filters, null, 26);
+    const probe = route?.probeRows === 0 ? null : repository.probe(BIG_ORG, filters, null, 26, route?.probeRows);
     const plan = repository.listQuery(BIG_ORG, filters, null, 26);
     let service: ServerSide = { ms: 0, planMs: 0, buffers: 0, rows: 0 };
     let generic: ServerSide = { ms: 0, planMs: 0, buffers: 0, rows: 0 };

@@ -60,6 +60,11 @@ interface ListTerm {
 /** Conversations the `q` probe reads, newest first, before it falls back to the trigram index. */
 export const Q_PROBE_ROWS = 5_000;
 /**
+ * Pages a term's share promises from the rows the probe reads when the id buckets take it (termRoute): with 4, a term
+ * spread evenly is expected to match 104 of them for a page of 25, and fewer than 26 only by a large chance.
+ */
+export const PROBE_PAGES = 4;
+/**
  * Matches of `q` the trigram step may read before the term counts as frequent (then the id buckets find its
  * newest matches). Each match is a heap page read: 10,000 of them took 30-39 ms at 10 M rows, where the buckets
  * answered the same term (0.1 % of the titles, spread) in 1.1 ms; a term over this bound spread evenly fills a
@@ -145,8 +150,11 @@ const placeholder = (name: string) => sql.placeholder(name);
 
 /** How `q` is read (ConversationsRepository.termRoute). */
 export interface TermRoute {
-  /** the newest rows first (the probe): not for a term the statistics call rare, nor for one they say cannot fill the page from them when the buckets take it */
-  probe: boolean;
+  /**
+   * How many of the newest rows the probe reads first: none for a term the statistics call rare, nor for one they say
+   * cannot fill the page from Q_PROBE_ROWS when the buckets take it; fewer for a term that fills it sooner
+   */
+  probeRows: number;
   /** the id buckets before the trigram step */
   bucketsFirst: boolean;
   /** the trigram step checks a metadata value on the term's matches instead of reading its index */
@@ -401,7 +409,7 @@ export class ConversationsRepository {
    */
   async list(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number): Promise<ConversationSummaryRow[]> {
     const route = await this.termRoute(filters, fetch);
-    const probe = route?.probe === false ? null : this.probe(orgId, filters, afterId, fetch);
+    const probe = route?.probeRows === 0 ? null : this.probe(orgId, filters, afterId, fetch, route?.probeRows);
     if (probe) {
       const statement = this.listStatement(`probe:${probe.shape}`, false, probe.build);
       const recent = probe.split ? await this.withSettings(NO_JIT, statement, probe.values) : await statement.execute(probe.values);
@@ -459,7 +467,7 @@ export class ConversationsRepository {
    * The page is the same either way: those rows are the newest candidates, so
    * their matches are the newest matches.
    */
-  probe(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number) {
+  probe(orgId: string, filters: ConversationFilters, afterId: string | null, fetch: number, rows = Q_PROBE_ROWS) {
     if (filters.q === undefined && filters.metadata === undefined) return null;
     // `q` with a `*_before` bound: the split query, planned whole, answers it (the trigram and bucket steps
     // do not take the split); metadata alone is probed below the bound too (the split is an ordered walk)
@@ -470,14 +478,14 @@ export class ConversationsRepository {
     // so are the lower time bounds: the planner read "the newest 5,000 rows created in the last 7 days" from
     // the created_at index, all ~100,000 of them, sorted (210 ms at 10 M), where they are the newest 5,000 rows
     const { q, metadata, createdAfter, lastMessageAfter, ...others } = filters;
-    const inner = this.listQuery(orgId, others, afterId, Q_PROBE_ROWS);
+    const inner = this.listQuery(orgId, others, afterId, rows);
     const probed = metadataFilters(orgId, metadata);
     const values = {
       ...inner.values,
       ...Object.assign({}, ...probed.map((filter) => filter.values)),
       ...(createdAfter === undefined ? {} : { probeCreatedAfter: new Date(createdAfter).toISOString() }),
       ...(lastMessageAfter === undefined ? {} : { probeLastMessageAfter: new Date(lastMessageAfter).toISOString() }),
-      fetch: Q_PROBE_ROWS,
+      fetch: rows,
       probeFetch: fetch,
       ...(q === undefined ? {} : { q: likeContains(q) }),
     };
@@ -560,7 +568,10 @@ export class ConversationsRepository {
    * rare (under Q_BUCKET_TERM_SHARE the newest Q_PROBE_ROWS rows hold 1.5 of its matches on average, and reading
    * them cost 3-10 ms at 10 M, where the trigram step answers in 0.05-3.3), nor when the buckets take it and its
    * share of Q_PROBE_ROWS is under the page (`fetch`): spread evenly, the probe would read all its rows and fail
-   * (a term bunched among the newest rows fills the page from the buckets' first bucket); by the id buckets first (at least
+   * (a term bunched among the newest rows fills the page from the buckets' first bucket), and when they take it, only
+   * the rows where it would match PROBE_PAGES pages if spread evenly: a term bunched elsewhere (where the buckets find
+   * it) had the probe read all Q_PROBE_ROWS, 4.2 ms of 7 on the server for 5 % beside the busiest agent at 10 M; by
+   * the id buckets first (at least
    * Q_BUCKET_TERM_SHARE, beside filters the buckets take); by the trigram index alone, every other filter checked
    * on its matches (under Q_BUCKET_TERM_SHARE or unknown: few matches, where the planner, misjudging a rare value,
    * read an agent's 15,355 rows for a term in 100 titles, 73 ms at 10 M); a metadata value checked on the term's
@@ -572,8 +583,11 @@ export class ConversationsRepository {
     const known = await this.termShare(filters.q);
     const share = known ?? 0;
     const bucketsFirst = this.bucketFilters(filters) && share >= Q_BUCKET_TERM_SHARE;
+    let probeRows = Q_PROBE_ROWS;
+    if (known !== null && (known < Q_BUCKET_TERM_SHARE || (bucketsFirst && known * Q_PROBE_ROWS < fetch))) probeRows = 0;
+    else if (known !== null && bucketsFirst) probeRows = Math.min(Q_PROBE_ROWS, Math.ceil((PROBE_PAGES * fetch) / known));
     return {
-      probe: known === null || (known >= Q_BUCKET_TERM_SHARE && !(bucketsFirst && known * Q_PROBE_ROWS < fetch)),
+      probeRows,
       bucketsFirst,
       checkMetadata: share < Q_FREQUENT_SHARE,
       termOnly: share < Q_BUCKET_TERM_SHARE,

@@ -1,6 +1,6 @@
 import { fillPlaceholders } from 'drizzle-orm';
 import { Client } from 'pg';
-import { ConversationsRepository, Q_BUCKET_ROWS, Q_BUCKET_TERM_SHARE, Q_DENSITY_ROWS, Q_FREQUENT_SHARE, Q_PROBE_ROWS, Q_TRIGRAM_MATCHES } from '../../src/conversations/conversations.repository';
+import { ConversationsRepository, PROBE_PAGES, Q_BUCKET_ROWS, Q_BUCKET_TERM_SHARE, Q_DENSITY_ROWS, Q_FREQUENT_SHARE, Q_PROBE_ROWS, Q_TRIGRAM_MATCHES } from '../../src/conversations/conversations.repository';
 import type { ConversationSource } from '../../src/conversations/conversations.dto';
 import { DatabaseConnection } from '../../src/database/connection';
 import { createOrg, type TestOrg } from '../support/factories';
@@ -107,7 +107,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     // skipped; a term with a trigram the statistics do not list, or with no trigram, counts as rare
     const repository = t.app.get(ConversationsRepository);
     expect(await repository.termShare('GECKO')).toBeGreaterThanOrEqual(Q_FREQUENT_SHARE);
-    expect(await repository.termRoute({ q: 'GECKO' }, 26)).toEqual({ probe: true, bucketsFirst: true, checkMetadata: false, termOnly: false });
+    expect(await repository.termRoute({ q: 'GECKO' }, 26)).toMatchObject({ bucketsFirst: true, checkMetadata: false, termOnly: false });
     expect(await repository.termShare('unicorn')).toBe(0);
     expect(await repository.termShare('geckoz')).toBe(0);
     // no trigram: the statistics cannot tell
@@ -155,33 +155,38 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     }
     expect(seen).toEqual(newestMatches.slice(0, 400));
   });
-  it('routes a term by its share: no probe and the trigram index alone below Q_BUCKET_TERM_SHARE, the buckets first from it, the probe from a page in its share of the probed rows, a metadata value by its index from Q_FREQUENT_SHARE', async () => {
+  it('routes a term by its share: no probe and the trigram index alone below Q_BUCKET_TERM_SHARE, the buckets first from it, the probe from a page in its share of the probed rows and only as many rows as PROBE_PAGES pages need, a metadata value by its index from Q_FREQUENT_SHARE', async () => {
     const repository = t.app.get(ConversationsRepository);
     const share = jest.spyOn(repository, 'termShare');
     try {
       // a page of 25 (and the row that tells whether there is a next page): 26 matches in the probed rows
       const fills = 26 / Q_PROBE_ROWS;
       expect(fills).toBeGreaterThan(Q_FREQUENT_SHARE);
-      const cases: Array<[number | null, boolean, boolean, boolean, boolean]> = [
-        [0, false, false, true, true],
-        [Q_BUCKET_TERM_SHARE * 0.99, false, false, true, true],
+      const cases: Array<[number | null, number, boolean, boolean, boolean]> = [
+        [0, 0, false, true, true],
+        [Q_BUCKET_TERM_SHARE * 0.99, 0, false, true, true],
         // spread evenly, 1.5 matches in the probed rows: the buckets without the probe
-        [Q_BUCKET_TERM_SHARE, false, true, true, false],
-        [Q_FREQUENT_SHARE, false, true, false, false],
-        [fills, true, true, false, false],
+        [Q_BUCKET_TERM_SHARE, 0, true, true, false],
+        [Q_FREQUENT_SHARE, 0, true, false, false],
+        // one page in the probed rows: all of them; more: the rows where PROBE_PAGES pages are expected
+        [fills, Q_PROBE_ROWS, true, false, false],
+        [0.05, Math.ceil((PROBE_PAGES * 26) / 0.05), true, false, false],
+        [0.5, Math.ceil((PROBE_PAGES * 26) / 0.5), true, false, false],
         // unknown (no trigram, no statistics): the probe first, then the trigram step as for a rare term
-        [null, true, false, true, true],
+        [null, Q_PROBE_ROWS, false, true, true],
       ];
-      for (const [value, probe, bucketsFirst, checkMetadata, termOnly] of cases) {
+      for (const [value, probeRows, bucketsFirst, checkMetadata, termOnly] of cases) {
         share.mockResolvedValueOnce(value);
-        expect(await repository.termRoute({ q: 'x', source: 'dashboard' }, 26)).toEqual({ probe, bucketsFirst, checkMetadata, termOnly });
+        expect(await repository.termRoute({ q: 'x', source: 'dashboard' }, 26)).toEqual({ probeRows, bucketsFirst, checkMetadata, termOnly });
       }
       // a larger page needs more matches from the probe
       share.mockResolvedValueOnce(fills);
-      expect(await repository.termRoute({ q: 'x', source: 'dashboard' }, 101)).toMatchObject({ probe: false, bucketsFirst: true });
-      // beside a filter the buckets do not take, the trigram step whatever the share, after the probe
-      share.mockResolvedValueOnce(Q_FREQUENT_SHARE);
-      expect(await repository.termRoute({ q: 'x', metadata: { channel: 'email' } }, 26)).toEqual({ probe: true, bucketsFirst: false, checkMetadata: false, termOnly: false });
+      expect(await repository.termRoute({ q: 'x', source: 'dashboard' }, 101)).toMatchObject({ probeRows: 0, bucketsFirst: true });
+      share.mockResolvedValueOnce(0.2);
+      expect(await repository.termRoute({ q: 'x', source: 'dashboard' }, 101)).toMatchObject({ probeRows: Math.ceil((PROBE_PAGES * 101) / 0.2) });
+      // beside a filter the buckets do not take, the trigram step whatever the share, after the whole probe
+      share.mockResolvedValueOnce(0.05);
+      expect(await repository.termRoute({ q: 'x', metadata: { channel: 'email' } }, 26)).toEqual({ probeRows: Q_PROBE_ROWS, bucketsFirst: false, checkMetadata: false, termOnly: false });
       // without `q`, or beside a `*_before` bound (the split query answers it), no route and the share is not read
       share.mockClear();
       expect(await repository.termRoute({ source: 'dashboard' }, 26)).toBeNull();
@@ -227,7 +232,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     const rare = await repository.termShare('wombatz');
     expect(rare).toBeLessThan(Q_BUCKET_TERM_SHARE);
     const route = await repository.termRoute({ q: 'wombatz', agentId: 'agent_5ca1e2000000000000000ccc' }, 26);
-    expect(route).toMatchObject({ probe: false, termOnly: true });
+    expect(route).toMatchObject({ probeRows: 0, termOnly: true });
     // the statement: no index condition on the agent, which is checked on the rows the term's index (or the
     // organization's) returns, whatever its statistics say (at 10 M an agent estimated at 926 rows had 15,355)
     const client = new Client({ connectionString: process.env.DATABASE_URL });
@@ -298,7 +303,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
       probe.mockRestore();
     }
   });
-  it('reads a term whose share cannot fill the page from the probed rows from the buckets, even bunched among the newest rows', async () => {
+  it('reads a term whose share cannot fill the page from the probed rows from the buckets, even bunched among the newest rows, and probes fewer rows for one that fills it sooner', async () => {
     const org = await createOrg(t.app);
     const start = Date.parse('2025-09-01T00:00:00Z') / 1000;
     // the newest 200 of 6,000 titles hold the term: the probe would have found the first page among them
@@ -322,7 +327,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     // an earlier test's spy on the same method may still hold its calls
     probe.mockClear();
     buckets.mockClear();
-    try {
+    const pages = async () => {
       let cursor: string | null = null;
       const seen: string[] = [];
       do {
@@ -331,9 +336,16 @@ describe('conversations q: a frequent term away from the newest rows', () => {
         seen.push(...ids(res));
         cursor = res.body.meta.next_cursor;
       } while (cursor);
-      expect(seen).toEqual(expected);
+      return seen;
+    };
+    try {
+      expect(await pages()).toEqual(expected);
       expect(probe).not.toHaveBeenCalled();
       expect(await buckets.mock.results[0].value).toHaveLength(26);
+      // a share that promises PROBE_PAGES pages from fewer rows: a short probe, the same pages
+      share.mockResolvedValue(0.5);
+      expect(await pages()).toEqual(expected);
+      expect(probe.mock.calls.map((call) => call[4])).toContain(Math.ceil((PROBE_PAGES * 26) / 0.5));
     } finally {
       share.mockRestore();
       probe.mockRestore();
