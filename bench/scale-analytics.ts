@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   console.log(`analytics at scale, load average ${loadAverage()}`);
   const { config, logger, connection } = await openScaleDatabase();
   const { app, base } = await startScaleApp(config, logger, connection);
-  const token = (await app.get(ApiKeysService).create({ orgId: BIG_ORG, label: 'scale analytics bench', scopes: ['analytics:read'] })).token;
+  const token = (await app.get(ApiKeysService).create({ orgId: BIG_ORG, label: 'scale analytics bench', scopes: ['analytics:read', 'org:read'] })).token;
   const get = async (path: string) => {
     const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });
     const body = (await res.json()) as { data?: { totals?: unknown }; meta?: { next_cursor?: string | null } };
@@ -40,11 +40,21 @@ async function main(): Promise<void> {
   const now = Date.now();
   const iso = (ms: number) => new Date(ms).toISOString();
   const year = `/analytics/agents/${busiest}?since=${iso(now - 365 * day)}&limit=100`;
-  const page2 = await get(year).then((body) => body.meta?.next_cursor ?? '', () => '');
-  const cases: Array<[string, string]> = [
+  // the process's own first request (Node compiling the pipeline's code, the key's first lookup) belongs to no case:
+  // it goes to a route that runs no analytics statement, as in the list bench
+  const processFirst: number[] = [];
+  for (let i = 0; i < 2; i += 1) {
+    const t0 = performance.now();
+    await get('/org');
+    processFirst.push(performance.now() - t0);
+  }
+  console.log(`the service's first two requests, GET /org before any case (no analytics statement): ${processFirst.map((ms) => ms.toFixed(1)).join(' / ')} ms`);
+  // the second page's cursor comes from the year's own runs (asked for before them, it warmed that case)
+  let page2 = '';
+  const cases: Array<[string, string | (() => string)]> = [
     ['default window (30 days)', `/analytics/agents/${busiest}`],
     ['one year back', year],
-    ['one year back, page 2', `${year}&cursor=${encodeURIComponent(page2)}`],
+    ['one year back, page 2', () => `${year}&cursor=${encodeURIComponent(page2)}`],
     ['two years back', `/analytics/agents/${busiest}?since=${iso(now - 730 * day)}&limit=100`],
     ['edges inside days (400 days, 13:07 to 09:41)', `/analytics/agents/${busiest}?since=${iso(now - 400 * day - 3 * 3_600_000)}&until=${iso(now - 5 * day + 1_234_567)}`],
     // windows of other lengths whose edges cut days: two years, a month, across one midnight, inside one day
@@ -53,15 +63,17 @@ async function main(): Promise<void> {
     ['edges inside days (20 hours across midnight)', `/analytics/agents/${busiest}?since=${iso(now - 300 * day - 10 * 3_600_000)}&until=${iso(now - 300 * day + 10 * 3_600_000)}`],
     ['edges inside one day (3 hours)', `/analytics/agents/${busiest}?since=${iso(now - 100 * day)}&until=${iso(now - 100 * day + 3 * 3_600_000)}`],
   ];
-  const edged = cases.filter(([name]) => name.startsWith('edges'));
-  for (const [name, path] of cases) {
+  const edged = cases.filter((c): c is [string, string] => c[0].startsWith('edges'));
+  for (const [name, casePath] of cases) {
+    const path = typeof casePath === 'string' ? casePath : casePath();
     // no warm-up: the first five runs and the later ones are reported apart, as the list bench does
     const times: number[] = [];
     try {
       for (let i = 0; i < SAMPLES; i += 1) {
         const t0 = performance.now();
-        await get(path);
+        const body = await get(path);
         times.push(performance.now() - t0);
+        if (path === year) page2 = body.meta?.next_cursor ?? '';
       }
     } catch (error) {
       // a case the service cannot answer within its statement timeout is a result too
