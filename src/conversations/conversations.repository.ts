@@ -65,6 +65,13 @@ export const Q_PROBE_ROWS = 5_000;
  */
 export const PROBE_PAGES = 4;
 /**
+ * The most rows the probe reads before the id buckets (termRoute): a term bunched away from the newest rows fails it
+ * whatever its share, and read all Q_PROBE_ROWS of them (4-7 ms at 10 M, 1 % and 5 % terms beside the busiest agent)
+ * before the buckets found its page in 1-2 ms; 500 rows cost about 0.5 ms, and a term in a fifth of the titles or
+ * more fills a page of 25 from them, where the buckets would read the matches of a whole slice (1.4-1.8 ms for 50 %).
+ */
+export const Q_BUCKET_PROBE_ROWS = 500;
+/**
  * Matches of `q` the trigram step may read before the term counts as frequent (then the id buckets find its
  * newest matches). Each match is a heap page read: 10,000 of them took 30-39 ms at 10 M rows, where the buckets
  * answered the same term (0.1 % of the titles, spread) in 1.1 ms; a term over this bound spread evenly fills a
@@ -151,8 +158,8 @@ const placeholder = (name: string) => sql.placeholder(name);
 /** How `q` is read (ConversationsRepository.termRoute). */
 export interface TermRoute {
   /**
-   * How many of the newest rows the probe reads first: none for a term the statistics call rare, nor for one they say
-   * cannot fill the page from Q_PROBE_ROWS when the buckets take it; fewer for a term that fills it sooner
+   * How many of the newest rows the probe reads first: none for a term the statistics call rare; when the buckets take
+   * the term, the rows where its share promises PROBE_PAGES pages, or none when that is over Q_BUCKET_PROBE_ROWS
    */
   probeRows: number;
   /** the id buckets before the trigram step */
@@ -566,12 +573,9 @@ export class ConversationsRepository {
   /**
    * How `q` is read, from the term's share of the titles (termShare): without the probe when the statistics call it
    * rare (under Q_BUCKET_TERM_SHARE the newest Q_PROBE_ROWS rows hold 1.5 of its matches on average, and reading
-   * them cost 3-10 ms at 10 M, where the trigram step answers in 0.05-3.3), nor when the buckets take it and its
-   * share of Q_PROBE_ROWS is under the page (`fetch`): spread evenly, the probe would read all its rows and fail
-   * (a term bunched among the newest rows fills the page from the buckets' first bucket), and when they take it, only
-   * the rows where it would match PROBE_PAGES pages if spread evenly: a term bunched elsewhere (where the buckets find
-   * it) had the probe read all Q_PROBE_ROWS, 4.2 ms of 7 on the server for 5 % beside the busiest agent at 10 M; by
-   * the id buckets first (at least
+   * them cost 3-10 ms at 10 M, where the trigram step answers in 0.05-3.3); when the buckets take it, only the rows
+   * where it would match PROBE_PAGES pages if spread evenly, and none when those are over Q_BUCKET_PROBE_ROWS (a term
+   * bunched among the newest rows fills the page from the buckets' first bucket); by the id buckets first (at least
    * Q_BUCKET_TERM_SHARE, beside filters the buckets take); by the trigram index alone, every other filter checked
    * on its matches (under Q_BUCKET_TERM_SHARE or unknown: few matches, where the planner, misjudging a rare value,
    * read an agent's 15,355 rows for a term in 100 titles, 73 ms at 10 M); a metadata value checked on the term's
@@ -584,8 +588,11 @@ export class ConversationsRepository {
     const share = known ?? 0;
     const bucketsFirst = this.bucketFilters(filters) && share >= Q_BUCKET_TERM_SHARE;
     let probeRows = Q_PROBE_ROWS;
-    if (known !== null && (known < Q_BUCKET_TERM_SHARE || (bucketsFirst && known * Q_PROBE_ROWS < fetch))) probeRows = 0;
-    else if (known !== null && bucketsFirst) probeRows = Math.min(Q_PROBE_ROWS, Math.ceil((PROBE_PAGES * fetch) / known));
+    if (known !== null && known < Q_BUCKET_TERM_SHARE) probeRows = 0;
+    else if (known !== null && bucketsFirst) {
+      const promised = Math.ceil((PROBE_PAGES * fetch) / known);
+      probeRows = promised <= Q_BUCKET_PROBE_ROWS ? promised : 0;
+    }
     return {
       probeRows,
       bucketsFirst,

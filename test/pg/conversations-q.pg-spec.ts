@@ -1,6 +1,6 @@
 import { fillPlaceholders } from 'drizzle-orm';
 import { Client } from 'pg';
-import { ConversationsRepository, PROBE_PAGES, Q_BUCKET_ROWS, Q_BUCKET_TERM_SHARE, Q_DENSITY_ROWS, Q_FREQUENT_SHARE, Q_PROBE_ROWS, Q_TRIGRAM_MATCHES } from '../../src/conversations/conversations.repository';
+import { ConversationsRepository, PROBE_PAGES, Q_BUCKET_PROBE_ROWS, Q_BUCKET_ROWS, Q_BUCKET_TERM_SHARE, Q_DENSITY_ROWS, Q_FREQUENT_SHARE, Q_PROBE_ROWS, Q_TRIGRAM_MATCHES } from '../../src/conversations/conversations.repository';
 import type { ConversationSource } from '../../src/conversations/conversations.dto';
 import { DatabaseConnection } from '../../src/database/connection';
 import { createOrg, type TestOrg } from '../support/factories';
@@ -155,7 +155,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     }
     expect(seen).toEqual(newestMatches.slice(0, 400));
   });
-  it('routes a term by its share: no probe and the trigram index alone below Q_BUCKET_TERM_SHARE, the buckets first from it, the probe from a page in its share of the probed rows and only as many rows as PROBE_PAGES pages need, a metadata value by its index from Q_FREQUENT_SHARE', async () => {
+  it('routes a term by its share: no probe and the trigram index alone below Q_BUCKET_TERM_SHARE, the buckets first from it and the probe beside them only where PROBE_PAGES pages are promised within Q_BUCKET_PROBE_ROWS rows, a metadata value by its index from Q_FREQUENT_SHARE', async () => {
     const repository = t.app.get(ConversationsRepository);
     const share = jest.spyOn(repository, 'termShare');
     try {
@@ -168,9 +168,10 @@ describe('conversations q: a frequent term away from the newest rows', () => {
         // spread evenly, 1.5 matches in the probed rows: the buckets without the probe
         [Q_BUCKET_TERM_SHARE, 0, true, true, false],
         [Q_FREQUENT_SHARE, 0, true, false, false],
-        // one page in the probed rows: all of them; more: the rows where PROBE_PAGES pages are expected
-        [fills, Q_PROBE_ROWS, true, false, false],
-        [0.05, Math.ceil((PROBE_PAGES * 26) / 0.05), true, false, false],
+        // PROBE_PAGES pages promised in more rows than Q_BUCKET_PROBE_ROWS: none; in fewer: those rows
+        [fills, 0, true, false, false],
+        [(PROBE_PAGES * 26) / Q_BUCKET_PROBE_ROWS / 1.01, 0, true, false, false],
+        [(PROBE_PAGES * 26) / Q_BUCKET_PROBE_ROWS, Q_BUCKET_PROBE_ROWS, true, false, false],
         [0.5, Math.ceil((PROBE_PAGES * 26) / 0.5), true, false, false],
         // unknown (no trigram, no statistics): the probe first, then the trigram step as for a rare term
         [null, Q_PROBE_ROWS, false, true, true],
@@ -182,10 +183,10 @@ describe('conversations q: a frequent term away from the newest rows', () => {
       // a larger page needs more matches from the probe
       share.mockResolvedValueOnce(fills);
       expect(await repository.termRoute({ q: 'x', source: 'dashboard' }, 101)).toMatchObject({ probeRows: 0, bucketsFirst: true });
-      share.mockResolvedValueOnce(0.2);
-      expect(await repository.termRoute({ q: 'x', source: 'dashboard' }, 101)).toMatchObject({ probeRows: Math.ceil((PROBE_PAGES * 101) / 0.2) });
+      share.mockResolvedValueOnce(0.9);
+      expect(await repository.termRoute({ q: 'x', source: 'dashboard' }, 101)).toMatchObject({ probeRows: Math.ceil((PROBE_PAGES * 101) / 0.9) });
       // beside a filter the buckets do not take, the trigram step whatever the share, after the whole probe
-      share.mockResolvedValueOnce(0.05);
+      share.mockResolvedValueOnce(0.5);
       expect(await repository.termRoute({ q: 'x', metadata: { channel: 'email' } }, 26)).toEqual({ probeRows: Q_PROBE_ROWS, bucketsFirst: false, checkMetadata: false, termOnly: false });
       // without `q`, or beside a `*_before` bound (the split query answers it), no route and the share is not read
       share.mockClear();
