@@ -49,18 +49,23 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     }
   };
   /** Pages of `?q=term&limit=100` through the API, following next_cursor: the ids in order; the first page from the buckets. */
+  /** Pages of `?q=term&limit=…` through the API, following next_cursor: the ids in order. */
+  const pages = async (org: TestOrg, term: string, limit: number): Promise<string[]> => {
+    let cursor: string | null = null;
+    const seen: string[] = [];
+    do {
+      const res = await list(org, `?q=${term}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(res.status).toBe(200);
+      seen.push(...ids(res));
+      cursor = res.body.meta.next_cursor;
+    } while (cursor);
+    return seen;
+  };
   const pagesFromBuckets = async (org: TestOrg, term: string): Promise<string[]> => {
     const buckets = jest.spyOn(t.app.get(ConversationsRepository), 'listByBuckets');
     buckets.mockClear();
     try {
-      let cursor: string | null = null;
-      const seen: string[] = [];
-      do {
-        const res = await list(org, `?q=${term}&limit=100${cursor ? `&cursor=${cursor}` : ''}`);
-        expect(res.status).toBe(200);
-        seen.push(...ids(res));
-        cursor = res.body.meta.next_cursor;
-      } while (cursor);
+      const seen = await pages(org, term, 100);
       // the first page came from the buckets (later ones may come from the probe: their cursor sits among the matches)
       expect(await buckets.mock.results[0].value).toHaveLength(101);
       return seen;
@@ -280,24 +285,13 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     const repository = t.app.get(ConversationsRepository);
     const share = jest.spyOn(repository, 'termShare');
     const probe = jest.spyOn(repository, 'probe');
-    const pages = async () => {
-      let cursor: string | null = null;
-      const seen: string[] = [];
-      do {
-        const res = await list(org, `?q=xenops&limit=25${cursor ? `&cursor=${cursor}` : ''}`);
-        expect(res.status).toBe(200);
-        seen.push(...ids(res));
-        cursor = res.body.meta.next_cursor;
-      } while (cursor);
-      return seen;
-    };
     try {
       // the statistics' verdict, whatever this run's table holds: rare, then unknown
       share.mockResolvedValue(0);
-      expect(await pages()).toEqual(expected);
+      expect(await pages(org, 'xenops', 25)).toEqual(expected);
       expect(probe).not.toHaveBeenCalled();
       share.mockResolvedValue(null);
-      expect(await pages()).toEqual(expected);
+      expect(await pages(org, 'xenops', 25)).toEqual(expected);
       expect(probe).toHaveBeenCalled();
     } finally {
       share.mockRestore();
@@ -328,24 +322,13 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     // an earlier test's spy on the same method may still hold its calls
     probe.mockClear();
     buckets.mockClear();
-    const pages = async () => {
-      let cursor: string | null = null;
-      const seen: string[] = [];
-      do {
-        const res = await list(org, `?q=xerus&limit=25${cursor ? `&cursor=${cursor}` : ''}`);
-        expect(res.status).toBe(200);
-        seen.push(...ids(res));
-        cursor = res.body.meta.next_cursor;
-      } while (cursor);
-      return seen;
-    };
     try {
-      expect(await pages()).toEqual(expected);
+      expect(await pages(org, 'xerus', 25)).toEqual(expected);
       expect(probe).not.toHaveBeenCalled();
       expect(await buckets.mock.results[0].value).toHaveLength(26);
       // a share that promises PROBE_PAGES pages from fewer rows: a short probe, the same pages
       share.mockResolvedValue(0.5);
-      expect(await pages()).toEqual(expected);
+      expect(await pages(org, 'xerus', 25)).toEqual(expected);
       expect(probe.mock.calls.map((call) => call[4])).toContain(Math.ceil((PROBE_PAGES * 26) / 0.5));
     } finally {
       share.mockRestore();
