@@ -108,7 +108,7 @@ export const Q_BUCKET_ROWS = 5_000;
 const Q_BUCKET_FILTER_SHARE = 0.1;
 /**
  * Rows of the filters beside a frequent `q` whose span of seconds measures how common they are (commonFilters),
- * against the organization's newest Q_PROBE_ROWS. The probe has just read up to Q_PROBE_ROWS of the same rows;
+ * against the organization's newest Q_PROBE_ROWS. The probe may have just read up to Q_PROBE_ROWS of the same rows;
  * reading them all again took 3.4 ms beside the busiest agent at 10 M (their pages are scattered), and a tenth of
  * them tells a tenth of the rows as well.
  */
@@ -422,7 +422,7 @@ export class ConversationsRepository {
       const recent = probe.split ? await this.withSettings(NO_JIT, statement, probe.values) : await statement.execute(probe.values);
       if (recent.length >= fetch) return recent;
     }
-    // `q` past the probe, or a rare term without it; without `q`, a metadata value absent from the newest rows is
+    // `q` past the probe, or without it (termRoute); without `q`, a metadata value absent from the newest rows is
     // rare: its own index answers it (the walk below)
     if (route) {
       const byTerm = await this.listByTerm(orgId, filters, afterId, fetch, route);
@@ -464,7 +464,8 @@ export class ConversationsRepository {
   }
 
   /**
-   * `q` and `metadata[…]` first look at the newest Q_PROBE_ROWS conversations
+   * `q` and `metadata[…]` first look at the newest Q_PROBE_ROWS conversations (for `q`
+   * fewer, or none, as termRoute decides from the term's share)
    * that pass the other filters (an ordered index walk that stops there): a
    * term in many titles, or a common metadata value, fills the page from
    * them, where the trigram or metadata index would have returned every
