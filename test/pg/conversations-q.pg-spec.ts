@@ -48,7 +48,6 @@ describe('conversations q: a frequent term away from the newest rows', () => {
       await client.end();
     }
   };
-  /** Pages of `?q=term&limit=100` through the API, following next_cursor: the ids in order; the first page from the buckets. */
   /** Pages of `?q=term&limit=…` through the API, following next_cursor: the ids in order. */
   const pages = async (org: TestOrg, term: string, limit: number): Promise<string[]> => {
     let cursor: string | null = null;
@@ -61,6 +60,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     } while (cursor);
     return seen;
   };
+  /** Pages of `?q=term&limit=100` through the API, following next_cursor: the ids in order; the first page from the buckets. */
   const pagesFromBuckets = async (org: TestOrg, term: string): Promise<string[]> => {
     const buckets = jest.spyOn(t.app.get(ConversationsRepository), 'listByBuckets');
     buckets.mockClear();
@@ -109,7 +109,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
 
     // the trigram statistics put the term in 29 % of this organization's titles (other test files share the
     // table: a share of all of them): the trigram step, which would read all its matches' posting lists, is
-    // skipped; a term with a trigram the statistics do not list, or with no trigram, counts as rare
+    // skipped; a term with a trigram the statistics do not list counts as rare, one with no trigram as unknown
     const repository = t.app.get(ConversationsRepository);
     expect(await repository.termShare('GECKO')).toBeGreaterThanOrEqual(Q_FREQUENT_SHARE);
     expect(await repository.termRoute({ q: 'GECKO' }, 26)).toMatchObject({ bucketsFirst: true, checkMetadata: false, termOnly: false });
@@ -164,9 +164,9 @@ describe('conversations q: a frequent term away from the newest rows', () => {
     const repository = t.app.get(ConversationsRepository);
     const share = jest.spyOn(repository, 'termShare');
     try {
-      // a page of 25 (and the row that tells whether there is a next page): 26 matches in the probed rows
-      const fills = 26 / Q_PROBE_ROWS;
-      expect(fills).toBeGreaterThan(Q_FREQUENT_SHARE);
+      // a page of 25 and the row that tells whether there is a next page (fetch 26): PROBE_PAGES pages in at most
+      // Q_BUCKET_PROBE_ROWS probed rows from this share on
+      const probed = (PROBE_PAGES * 26) / Q_BUCKET_PROBE_ROWS;
       const cases: Array<[number | null, number, boolean, boolean, boolean]> = [
         [0, 0, false, true, true],
         [Q_BUCKET_TERM_SHARE * 0.99, 0, false, true, true],
@@ -174,9 +174,8 @@ describe('conversations q: a frequent term away from the newest rows', () => {
         [Q_BUCKET_TERM_SHARE, 0, true, true, false],
         [Q_FREQUENT_SHARE, 0, true, false, false],
         // PROBE_PAGES pages promised in more rows than Q_BUCKET_PROBE_ROWS: none; in fewer: those rows
-        [fills, 0, true, false, false],
-        [(PROBE_PAGES * 26) / Q_BUCKET_PROBE_ROWS / 1.01, 0, true, false, false],
-        [(PROBE_PAGES * 26) / Q_BUCKET_PROBE_ROWS, Q_BUCKET_PROBE_ROWS, true, false, false],
+        [probed / 1.01, 0, true, false, false],
+        [probed, Q_BUCKET_PROBE_ROWS, true, false, false],
         [0.5, Math.ceil((PROBE_PAGES * 26) / 0.5), true, false, false],
         // unknown (no trigram, no statistics): the probe first, then the trigram step as for a rare term
         [null, Q_PROBE_ROWS, false, true, true],
@@ -186,7 +185,7 @@ describe('conversations q: a frequent term away from the newest rows', () => {
         expect(await repository.termRoute({ q: 'x', source: 'dashboard' }, 26)).toEqual({ probeRows, bucketsFirst, checkMetadata, termOnly });
       }
       // a larger page needs more matches from the probe
-      share.mockResolvedValueOnce(fills);
+      share.mockResolvedValueOnce(probed);
       expect(await repository.termRoute({ q: 'x', source: 'dashboard' }, 101)).toMatchObject({ probeRows: 0, bucketsFirst: true });
       share.mockResolvedValueOnce(0.9);
       expect(await repository.termRoute({ q: 'x', source: 'dashboard' }, 101)).toMatchObject({ probeRows: Math.ceil((PROBE_PAGES * 101) / 0.9) });
