@@ -16,7 +16,7 @@ import 'reflect-metadata';
 import { Client } from 'pg';
 import { ApiKeysService } from '../src/auth/api-keys.service';
 import { BIG_ORG, bigAgentId } from './scale-seed';
-import { openScaleDatabase, percentile, startScaleApp } from './scale';
+import { openScaleDatabase, percentile, startScaleApp, timeFirstRequests } from './scale';
 import { loadAverage } from './support';
 
 const FIRST = 5;
@@ -40,15 +40,7 @@ async function main(): Promise<void> {
   const now = Date.now();
   const iso = (ms: number) => new Date(ms).toISOString();
   const year = `/analytics/agents/${busiest}?since=${iso(now - 365 * day)}&limit=100`;
-  // the process's own first request (Node compiling the pipeline's code, the key's first lookup) belongs to no case:
-  // it goes to a route that runs no analytics statement, as in the list bench
-  const processFirst: number[] = [];
-  for (let i = 0; i < 2; i += 1) {
-    const t0 = performance.now();
-    await get('/org');
-    processFirst.push(performance.now() - t0);
-  }
-  console.log(`the service's first two requests, GET /org before any case (no analytics statement): ${processFirst.map((ms) => ms.toFixed(1)).join(' / ')} ms`);
+  await timeFirstRequests(get);
   // the second page's cursor comes from the year's own runs (asked for before them, it warmed that case)
   let page2 = '';
   const cases: Array<[string, string | (() => string)]> = [
